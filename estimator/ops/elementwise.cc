@@ -1,0 +1,324 @@
+// Elementwise ops: broadcasting arithmetic, comparisons and logic, unary math,
+// casts. Integer contents are folded so shape arithmetic stays symbolic.
+#include <cmath>
+
+#include "estimator/ops/registry.h"
+#include "estimator/ops/shape_util.h"
+
+namespace memest {
+namespace {
+
+// ---- Folding known contents ----------------------------------------------------
+
+// One element of a folded binary op; nullopt when it cannot be decided (a
+// symbolic operand where only constants make sense).
+using Fold2 = std::optional<Expr> (*)(const Expr&, const Expr&);
+using Fold1 = std::optional<Expr> (*)(const Expr&);
+
+std::optional<Expr> fold_add(const Expr& a, const Expr& b) { return a + b; }
+std::optional<Expr> fold_sub(const Expr& a, const Expr& b) { return a - b; }
+std::optional<Expr> fold_mul(const Expr& a, const Expr& b) { return a * b; }
+
+// Integer division truncates toward zero, as ONNX Runtime and C++ do; a symbolic
+// quotient is kept only when it is exact ("12*batch / 4").
+std::optional<Expr> fold_div(const Expr& a, const Expr& b) {
+  auto x = a.as_const(), y = b.as_const();
+  if (x && y) {
+    if (*y == 0 || (*x == INT64_MIN && *y == -1)) return std::nullopt;
+    return Expr(*x / *y);
+  }
+  return a.div_exact(b);
+}
+
+// ONNX Mod with fmod=0: the result takes the divisor's sign (Python's %).
+std::optional<Expr> fold_mod(const Expr& a, const Expr& b) {
+  auto x = a.as_const(), y = b.as_const();
+  if (!x || !y || *y == 0 || (*x == INT64_MIN && *y == -1)) return std::nullopt;
+  int64_t r = *x % *y;
+  if (r != 0 && ((r < 0) != (*y < 0))) r += *y;
+  return Expr(r);
+}
+
+std::optional<Expr> fold_equal(const Expr& a, const Expr& b) {
+  if (a == b) return Expr(1);
+  if (a.is_const() && b.is_const()) return Expr(0);
+  return std::nullopt;  // two different expressions may still be equal at run time
+}
+
+template <bool (*Cmp)(int64_t, int64_t)>
+std::optional<Expr> fold_compare(const Expr& a, const Expr& b) {
+  auto x = a.as_const(), y = b.as_const();
+  if (!x || !y) return std::nullopt;
+  return Expr(Cmp(*x, *y) ? 1 : 0);
+}
+bool less(int64_t a, int64_t b) { return a < b; }
+bool greater(int64_t a, int64_t b) { return a > b; }
+bool less_eq(int64_t a, int64_t b) { return a <= b; }
+bool greater_eq(int64_t a, int64_t b) { return a >= b; }
+bool both(int64_t a, int64_t b) { return a != 0 && b != 0; }
+bool either(int64_t a, int64_t b) { return a != 0 || b != 0; }
+bool one_of(int64_t a, int64_t b) { return (a != 0) != (b != 0); }
+bool take_min(int64_t a, int64_t b) { return a < b; }
+
+// Min/Max of constants only: a symbol's value is not known to be larger or smaller.
+template <bool Min>
+std::optional<Expr> fold_minmax(const Expr& a, const Expr& b) {
+  if (a == b) return a;
+  auto x = a.as_const(), y = b.as_const();
+  if (!x || !y) return std::nullopt;
+  return Expr(take_min(*x, *y) == Min ? *x : *y);
+}
+
+std::optional<Expr> fold_neg(const Expr& a) { return Expr(0) - a; }
+std::optional<Expr> fold_not(const Expr& a) {
+  auto x = a.as_const();
+  if (!x) return std::nullopt;
+  return Expr(*x == 0 ? 1 : 0);
+}
+std::optional<Expr> fold_abs(const Expr& a) {
+  auto x = a.as_const();
+  if (!x || *x == INT64_MIN) return std::nullopt;
+  return Expr(*x < 0 ? -*x : *x);
+}
+
+// Element k of a value broadcast to n elements: either it has n, or it is a single one.
+const Expr* element(const std::vector<Expr>& v, size_t n, size_t k) {
+  if (v.size() == n) return &v[k];
+  if (v.size() == 1) return &v[0];
+  return nullptr;
+}
+
+// Folds input contents into output 0's, when every input's contents are known
+// and each is either full-sized or a single element (shape arithmetic never
+// needs general broadcasting).
+template <size_t N, typename Apply>
+void fold_values(ShapeContext& ctx, const Shape& out, Apply apply) {
+  auto n = foldable_numel(out);
+  if (!n) return;
+  const std::vector<Expr>* in[N];
+  for (size_t i = 0; i < N; ++i) {
+    in[i] = ctx.in_value(i);
+    if (!in[i]) return;
+  }
+  std::vector<Expr> result;
+  result.reserve(*n);
+  for (size_t k = 0; k < *n; ++k) {
+    const Expr* e[N];
+    for (size_t i = 0; i < N; ++i) {
+      e[i] = element(*in[i], *n, k);
+      if (!e[i]) return;
+    }
+    std::optional<Expr> r = apply(e);
+    if (!r) return;
+    result.push_back(std::move(*r));
+  }
+  ctx.set_value(0, std::move(result));
+}
+
+// ---- Shape rules -----------------------------------------------------------------
+
+template <Fold2 F>
+void binary(ShapeContext& ctx) {
+  Shape out = broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1));
+  ctx.set_output(0, promote(ctx.in_dtype(0), ctx.in_dtype(1)), out);
+  if constexpr (F != nullptr) {
+    fold_values<2>(ctx, out, [](const Expr* const* e) { return F(*e[0], *e[1]); });
+  }
+}
+
+// Pow's output keeps the base's dtype (the exponent may be an integer).
+void pow_rule(ShapeContext& ctx) {
+  ctx.set_output(0, ctx.in_dtype(0), broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1)));
+}
+
+template <Fold2 F>
+void predicate(ShapeContext& ctx) {
+  Shape out = broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1));
+  ctx.set_output(0, DType::Bool, out);
+  fold_values<2>(ctx, out, [](const Expr* const* e) { return F(*e[0], *e[1]); });
+}
+
+template <Fold2 F>
+void variadic(ShapeContext& ctx) {
+  Shape out = broadcast_inputs(ctx);
+  DType t = DType::Undefined;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i)) t = promote(t, ctx.in_dtype(i));
+  }
+  ctx.set_output(0, t, out);
+  if (ctx.num_inputs() == 1) {
+    if (const auto* v = ctx.in_value(0)) ctx.set_value(0, *v);
+  } else if constexpr (F != nullptr) {
+    if (ctx.num_inputs() == 2) {
+      fold_values<2>(ctx, out, [](const Expr* const* e) { return F(*e[0], *e[1]); });
+    }
+  }
+}
+
+void where_rule(ShapeContext& ctx) {
+  Shape out = broadcast_inputs(ctx);
+  ctx.set_output(0, promote(ctx.in_dtype(1), ctx.in_dtype(2)), out);
+  fold_values<3>(ctx, out, [](const Expr* const* e) -> std::optional<Expr> {
+    auto c = e[0]->as_const();
+    if (!c) return std::nullopt;
+    return *c != 0 ? *e[1] : *e[2];
+  });
+}
+
+void same(ShapeContext& ctx) { ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0)); }
+
+template <Fold1 F>
+void unary_folded(ShapeContext& ctx) {
+  same(ctx);
+  fold_values<1>(ctx, ctx.in_shape(0), [](const Expr* const* e) { return F(*e[0]); });
+}
+
+void not_rule(ShapeContext& ctx) {
+  ctx.set_output(0, DType::Bool, ctx.in_shape(0));
+  fold_values<1>(ctx, ctx.in_shape(0), [](const Expr* const* e) { return fold_not(*e[0]); });
+}
+
+void to_bool(ShapeContext& ctx) { ctx.set_output(0, DType::Bool, ctx.in_shape(0)); }
+
+void identity(ShapeContext& ctx) {
+  same(ctx);
+  if (const auto* v = ctx.in_value(0)) ctx.set_value(0, *v);
+  if (const auto* f = ctx.in_fvalue(0)) ctx.set_fvalue(0, *f);
+}
+
+// Casts carry contents across: ints stay ints (bool becomes 0/1), constant ints
+// become floats, and floats become ints by truncation, as a cast does.
+void cast_to(ShapeContext& ctx, DType to) {
+  if (to == DType::Undefined) ctx.fail("cast to an unknown dtype");
+  ctx.set_output(0, to, ctx.in_shape(0));
+  const auto* v = ctx.in_value(0);
+  const auto* f = ctx.in_fvalue(0);
+  if (is_floating(to)) {
+    if (auto c = const_floats(ctx, 0)) ctx.set_fvalue(0, *c);
+  } else if (to == DType::Bool) {
+    if (auto c = const_floats(ctx, 0)) {
+      std::vector<Expr> b;
+      for (double x : *c) b.push_back(Expr(x != 0 ? 1 : 0));
+      ctx.set_value(0, std::move(b));
+    }
+  } else if (v) {
+    ctx.set_value(0, *v);
+  } else if (f) {
+    std::vector<Expr> ints;
+    for (double x : *f) {
+      if (!std::isfinite(x) || std::fabs(x) >= 9.2e18) return;
+      ints.push_back(Expr(static_cast<int64_t>(x)));
+    }
+    ctx.set_value(0, std::move(ints));
+  }
+}
+
+void cast_rule(ShapeContext& ctx) {
+  if (!ctx.has_attr("to")) ctx.fail("missing attribute 'to'");
+  cast_to(ctx, dtype_from_onnx(static_cast<int>(ctx.attr_int("to", 0))));
+}
+
+void cast_like(ShapeContext& ctx) { cast_to(ctx, ctx.in_dtype(1)); }
+
+// ---- Saved tensors and the table ----------------------------------------------
+
+constexpr const char* kFamily = "elementwise";
+
+const OpInfo kOps[] = {
+    // Binary arithmetic (torch type promotion: no cast copies).
+    {.op = "Add", .family = kFamily, .shape = binary<fold_add>, .autocast = Autocast::Promote,
+     .grads = "VV", .note = "a + b; the gradient passes through (broadcast inputs get a sum)"},
+    {.op = "Sub", .family = kFamily, .shape = binary<fold_sub>, .autocast = Autocast::Promote,
+     .grads = "VA", .note = "a - b; b's gradient is a negated copy"},
+    {.op = "Mul", .family = kFamily, .shape = binary<fold_mul>, .autocast = Autocast::Promote,
+     .saved_if_other = bits({0, 1}), .grads = "AA", .note = "a * b; each operand kept for the other's gradient"},
+    {.op = "Div", .family = kFamily, .shape = binary<fold_div>, .autocast = Autocast::Promote,
+     .saved_inputs = bits({1}), .saved_if_other = bits({0}), .grads = "AA",
+     .note = "a / b; keeps b, and a when b needs a gradient"},
+    {.op = "Pow", .family = kFamily, .shape = pow_rule, .autocast = Autocast::Fp32, .saved_inputs = bits({0, 1}),
+     .grads = "AA", .note = "a ** b; autocast runs it in fp32"},
+    {.op = "Mod", .family = kFamily, .shape = binary<fold_mod>, .autocast = Autocast::Promote, .grads = "VA",
+     .note = "remainder (fmod passes a's gradient through)"},
+    {.op = "BitShift", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None,
+     .note = "integer shift"},
+    {.op = "BitwiseAnd", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None},
+    {.op = "BitwiseOr", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None},
+    {.op = "BitwiseXor", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None},
+    {.op = "BitwiseNot", .family = kFamily, .shape = same, .autocast = Autocast::None},
+
+    // Variadic.
+    {.op = "Sum", .family = kFamily, .shape = variadic<fold_add>, .autocast = Autocast::Promote, .grads = "V",
+     .note = "sum of n tensors; gradients pass through"},
+    {.op = "Mean", .family = kFamily, .shape = variadic<nullptr>, .autocast = Autocast::Promote, .grads = "A",
+     .note = "mean of n tensors; each gradient is grad / n"},
+    {.op = "Min", .family = kFamily, .shape = variadic<fold_minmax<true>>, .autocast = Autocast::Promote,
+     .saved_inputs = bits({0, 1}), .grads = "A", .note = "elementwise minimum; keeps its operands for the mask"},
+    {.op = "Max", .family = kFamily, .shape = variadic<fold_minmax<false>>, .autocast = Autocast::Promote,
+     .saved_inputs = bits({0, 1}), .grads = "A", .note = "elementwise maximum; keeps its operands for the mask"},
+
+    // Comparisons and logic: boolean results, no gradient.
+    {.op = "Equal", .family = kFamily, .shape = predicate<fold_equal>, .autocast = Autocast::None},
+    {.op = "Less", .family = kFamily, .shape = predicate<fold_compare<less>>, .autocast = Autocast::None},
+    {.op = "Greater", .family = kFamily, .shape = predicate<fold_compare<greater>>, .autocast = Autocast::None},
+    {.op = "LessOrEqual", .family = kFamily, .shape = predicate<fold_compare<less_eq>>,
+     .autocast = Autocast::None},
+    {.op = "GreaterOrEqual", .family = kFamily, .shape = predicate<fold_compare<greater_eq>>,
+     .autocast = Autocast::None},
+    {.op = "And", .family = kFamily, .shape = predicate<fold_compare<both>>, .autocast = Autocast::None},
+    {.op = "Or", .family = kFamily, .shape = predicate<fold_compare<either>>, .autocast = Autocast::None},
+    {.op = "Xor", .family = kFamily, .shape = predicate<fold_compare<one_of>>, .autocast = Autocast::None},
+    {.op = "Not", .family = kFamily, .shape = not_rule, .autocast = Autocast::None},
+    {.op = "IsNaN", .family = kFamily, .shape = to_bool, .autocast = Autocast::None},
+    {.op = "IsInf", .family = kFamily, .shape = to_bool, .autocast = Autocast::None},
+    {.op = "Where", .family = kFamily, .shape = where_rule, .autocast = Autocast::Promote,
+     .saved_inputs = bits({0}), .grads = "NAA", .note = "select; keeps the condition to route gradients"},
+
+    // Unary math. What backward keeps follows derivatives.yaml: the result when the
+    // derivative is written in it (sqrt, exp, reciprocal, tan), else the input.
+    {.op = "Neg", .family = kFamily, .shape = unary_folded<fold_neg>, .grads = "A"},
+    {.op = "Abs", .family = kFamily, .shape = unary_folded<fold_abs>, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Sqrt", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A"},
+    {.op = "Reciprocal", .family = kFamily, .shape = same, .autocast = Autocast::Fp32,
+     .saved_outputs = bits({0}), .grads = "A"},
+    {.op = "Exp", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_outputs = bits({0}),
+     .grads = "A"},
+    {.op = "Log", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
+     .grads = "A"},
+    {.op = "Erf", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Sin", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Cos", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Tan", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_outputs = bits({0}),
+     .grads = "A"},
+    {.op = "Asin", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
+     .grads = "A"},
+    {.op = "Acos", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
+     .grads = "A"},
+    {.op = "Atan", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Sinh", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
+     .grads = "A"},
+    {.op = "Cosh", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
+     .grads = "A"},
+    {.op = "Asinh", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Acosh", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Atanh", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Floor", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
+    {.op = "Ceil", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
+    {.op = "Round", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
+    {.op = "Sign", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
+    {.op = "Clip", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "ANN",
+     .note = "clamp; keeps its input for the in-range mask"},
+    {.op = "Trilu", .family = kFamily, .shape = same, .grads = "AN", .note = "triangular mask; backward masks a copy"},
+
+    // Identity and casts.
+    {.op = "Identity", .family = kFamily, .shape = identity, .grads = "V", .view = true},
+    {.op = "Cast", .family = kFamily, .shape = cast_rule, .autocast = Autocast::None, .grads = "A",
+     .note = "dtype conversion; backward casts the gradient back (a copy unless the dtype is unchanged)"},
+    {.op = "CastLike", .family = kFamily, .shape = cast_like, .autocast = Autocast::None, .grads = "AN",
+     .note = "Cast to input 1's dtype"},
+};
+
+}  // namespace
+
+OpTable elementwise_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
+
+}  // namespace memest

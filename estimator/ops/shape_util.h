@@ -1,0 +1,71 @@
+// Helpers shared by shape rules: broadcasting, axes, reading shape tensors.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "estimator/ops/op_info.h"
+
+namespace memest {
+
+/// Numpy-style broadcast of two shapes; fails through ctx when incompatible.
+Shape broadcast(const ShapeContext& ctx, const Shape& a, const Shape& b);
+/// Normalises a possibly negative axis against a rank; fails when out of range.
+int64_t norm_axis(const ShapeContext& ctx, int64_t axis, size_t rank);
+/// Constant integer contents of input i (every element a constant), or nullopt.
+std::optional<std::vector<int64_t>> const_ints(const ShapeContext& ctx, size_t i);
+/// Integer attribute list, or (opset-dependent) the same list given as input i.
+std::optional<std::vector<int64_t>> ints_from_attr_or_input(const ShapeContext& ctx, const char* attr,
+                                                            size_t input);
+/// The ONNX default-domain output dtype of an op whose output follows input 0.
+inline DType same_dtype(const ShapeContext& ctx) { return ctx.in_dtype(0); }
+
+/// Numpy broadcast of every present input's shape (Sum, Max, Where).
+Shape broadcast_inputs(const ShapeContext& ctx);
+/// The dtype PyTorch's type promotion gives a binary op: floating over integer,
+/// the wider float, float32 for float16 with bfloat16.
+DType promote(DType a, DType b);
+/// Normalises and checks a list of axes against a rank; fails on repeats.
+std::vector<int64_t> norm_axes(const ShapeContext& ctx, const std::vector<int64_t>& axes, size_t rank);
+
+// Dimension arithmetic beyond what Expr does exactly.
+
+/// The constant term of an expression ("2*h + 3" -> 3).
+int64_t constant_term(const Expr& e);
+/// floor(e / d) for d > 0 when d divides e's symbolic part; exact for constants.
+std::optional<Expr> floor_div(const Expr& e, int64_t d);
+/// ceil(e / d) under the same condition as floor_div.
+std::optional<Expr> ceil_div(const Expr& e, int64_t d);
+
+/// Output extent of one sliding-window axis (conv, pooling):
+/// floor((in + pad_begin + pad_end - dilation*(k-1) - 1) / stride) + 1. With
+/// ceil_mode the ceiling, minus a last window that would start in the right
+/// padding (PyTorch's rule, which ONNX Runtime follows). nullopt when symbolic
+/// dims make the division inexact.
+std::optional<Expr> window_dim(const Expr& in, int64_t kernel, int64_t stride, int64_t dilation,
+                               int64_t pad_begin, int64_t pad_end, bool ceil_mode);
+/// Output spatial dims of a conv-like op (Conv, MaxPool, ...) from its strides,
+/// dilations, pads and auto_pad attributes; nullopt when window_dim cannot decide.
+std::optional<Shape> window_shape(const ShapeContext& ctx, const Shape& spatial,
+                                  const std::vector<int64_t>& kernel, bool ceil_mode);
+
+// Known contents (shape arithmetic).
+
+/// Tensors with more elements than this never carry folded contents: shape
+/// arithmetic is small, and a big ConstantOfShape or Range must not be expanded.
+constexpr int64_t kMaxFoldedElements = 4096;
+/// The element count of a shape when it is constant and at most kMaxFoldedElements.
+std::optional<size_t> foldable_numel(const Shape& s);
+/// The single constant integer held by input i (TopK's k, OneHot's depth).
+std::optional<int64_t> const_scalar(const ShapeContext& ctx, size_t i);
+/// Float contents of input i: its float contents, else its constant integer contents.
+std::optional<std::vector<double>> const_floats(const ShapeContext& ctx, size_t i);
+
+// For saved_extra functions, which see the graph rather than a ShapeContext.
+
+/// Shape of a node's input i, or nullptr when absent or unknown.
+const Shape* input_shape(const Graph& g, const Node& n, size_t i);
+/// Shape of a node's output i, or nullptr when absent or unknown.
+const Shape* output_shape(const Graph& g, const Node& n, size_t i);
+
+}  // namespace memest

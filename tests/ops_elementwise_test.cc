@@ -1,0 +1,173 @@
+// Elementwise ops: broadcasting, result dtypes, folded contents, table facts.
+#include <doctest/doctest.h>
+
+#include "tests/ops_test_util.h"
+
+namespace memest {
+namespace {
+
+using testing::dtype;
+using testing::infer;
+using testing::shape;
+using testing::value;
+
+TEST_CASE("elementwise: broadcasting") {
+  Graph g = infer(R"(
+    input a float32 batch,1,5
+    input b float32 4,1
+    input c float16 5
+    input m bool batch,4,5
+    node Add a b -> ab
+    node Mul a c -> ac
+    node Sub c c -> cc
+    node Div b a -> ba
+    node Pow a b -> p
+    node Sum a b c -> s3
+    node Max a b -> mx
+    node Mean c -> mean1
+    node Where m a b -> w
+    node Equal a b -> eq
+    node And m m -> and
+    node Not m -> not
+    node IsNaN a -> nan
+  )");
+  CHECK(shape(g, "ab") == "[batch, 4, 5]");
+  CHECK(dtype(g, "ac") == "float32");  // float16 promoted to float32
+  CHECK(dtype(g, "cc") == "float16");
+  CHECK(shape(g, "ba") == "[batch, 4, 5]");
+  CHECK(shape(g, "p") == "[batch, 4, 5]");
+  CHECK(shape(g, "s3") == "[batch, 4, 5]");
+  CHECK(shape(g, "mx") == "[batch, 4, 5]");
+  CHECK(shape(g, "mean1") == "[5]");
+  CHECK(shape(g, "w") == "[batch, 4, 5]");
+  CHECK(dtype(g, "w") == "float32");
+  CHECK(dtype(g, "eq") == "bool");
+  CHECK(dtype(g, "and") == "bool");
+  CHECK(dtype(g, "not") == "bool");
+  CHECK(dtype(g, "nan") == "bool");
+  CHECK(g.warnings.empty());
+}
+
+TEST_CASE("elementwise: incompatible broadcast names the node") {
+  CHECK_THROWS_WITH_AS(infer("input a float32 3\ninput b float32 4\nnode Add a b -> c :add1"),
+                       "<text>: node 'add1': Add: cannot broadcast [3] with [4]", Error);
+}
+
+TEST_CASE("elementwise: a symbolic dim against another symbol keeps one") {
+  Graph g = infer("input a float32 n,3\ninput b float32 m,1\nnode Add a b -> c");
+  CHECK(shape(g, "c").find(", 3]") != std::string::npos);
+}
+
+TEST_CASE("elementwise: unary ops keep shape and dtype") {
+  for (const char* op : {"Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Erf", "Sin", "Cos", "Tan", "Floor",
+                         "Ceil", "Round", "Sign", "Clip", "Identity", "Trilu", "Asin", "Atanh"}) {
+    CAPTURE(op);
+    Graph g = infer(std::string("input x bfloat16 batch,7\nnode ") + op + " x -> y");
+    CHECK(shape(g, "y") == "[batch, 7]");
+    CHECK(dtype(g, "y") == "bfloat16");
+  }
+}
+
+TEST_CASE("elementwise: casts") {
+  Graph g = infer(R"(
+    input x float32 batch,7
+    input h float16 1
+    const i int64 2 = batch,3
+    const f float32 2 = 2.7,-2.7
+    node Cast x -> xh to=10
+    node CastLike x h -> xl
+    node Cast i -> if to=1
+    node Cast f -> fi to=7
+    node Cast i -> ii to=6
+    node Cast f -> fb to=9
+  )");
+  CHECK(dtype(g, "xh") == "float16");
+  CHECK(shape(g, "xh") == "[batch, 7]");
+  CHECK(dtype(g, "xl") == "float16");
+  CHECK(dtype(g, "if") == "float32");
+  CHECK(value(g, "fi") == "[2, -2]");  // truncation toward zero
+  CHECK(value(g, "ii") == "[batch, 3]");
+  CHECK(value(g, "fb") == "[1, 1]");
+  CHECK_THROWS_AS(infer("input x float32 1\nnode Cast x -> y"), Error);
+}
+
+TEST_CASE("elementwise: folding integer contents") {
+  Graph g = infer(R"(
+    const a int64 3 = batch,6,-7
+    const b int64 3 = 2,4,2
+    const one int64 - = 3
+    const s int64 1 = seq
+    node Add a b -> add
+    node Sub a b -> sub
+    node Mul a one -> mul
+    node Div a b -> div
+    node Mod a b -> mod
+    node Equal a b -> eq
+    node Less a b -> lt
+    node Greater b one -> gt
+    node Max b one -> max
+    node Min a b -> min
+    node Where gt a b -> where
+    node Not gt -> not
+    node Neg a -> neg
+    node Mul s one -> s3
+    node Div s3 one -> s1
+    node Div s one -> sdiv
+    node Identity a -> id
+    node Sum a -> sum1
+  )");
+  CHECK(value(g, "add") == "[batch + 2, 10, -5]");
+  CHECK(value(g, "sub") == "[batch - 2, 2, -9]");
+  CHECK(value(g, "mul") == "[3*batch, 18, -21]");
+  CHECK(value(g, "div") == "?");  // batch / 2 is not exact
+  CHECK(value(g, "mod") == "?");
+  CHECK(value(g, "eq") == "?");  // batch == 2 is not known
+  CHECK(value(g, "lt") == "?");
+  CHECK(value(g, "gt") == "[0, 1, 0]");
+  CHECK(dtype(g, "gt") == "bool");
+  CHECK(value(g, "max") == "[3, 4, 3]");
+  CHECK(value(g, "min") == "?");
+  CHECK(value(g, "where") == "[2, 6, 2]");
+  CHECK(value(g, "not") == "[1, 0, 1]");
+  CHECK(value(g, "neg") == "[-batch, -6, 7]");
+  CHECK(value(g, "s3") == "[3*seq]");
+  CHECK(value(g, "s1") == "[seq]");
+  CHECK(value(g, "sdiv") == "?");
+  CHECK(value(g, "id") == "[batch, 6, -7]");
+  CHECK(value(g, "sum1") == "[batch, 6, -7]");
+
+  Graph c = infer(R"(
+    const a int64 4 = 7,-7,7,-7
+    const b int64 4 = 2,2,-2,-2
+    node Div a b -> div
+    node Mod a b -> mod
+    node Equal a b -> eq
+  )");
+  CHECK(value(c, "div") == "[3, -3, -3, 3]");
+  CHECK(value(c, "mod") == "[1, 1, -1, -1]");
+  CHECK(value(c, "eq") == "[0, 0, 0, 0]");
+}
+
+TEST_CASE("elementwise: training facts") {
+  const OpInfo* mul = find_op("", "Mul");
+  REQUIRE(mul);
+  CHECK(mul->autocast == Autocast::Promote);
+  CHECK(mul->saved_if_other == bits({0, 1}));
+  CHECK(mul->saved_inputs == 0);
+  const OpInfo* div = find_op("", "Div");
+  CHECK(div->saves_input(1));
+  CHECK(!div->saves_input(0));
+  CHECK(div->saved_if_other == bits({0}));
+  CHECK(find_op("", "Add")->grad_of(1) == 'V');
+  CHECK(find_op("", "Sub")->grad_of(1) == 'A');
+  CHECK(find_op("", "Sqrt")->saves_output(0));
+  CHECK(find_op("", "Exp")->autocast == Autocast::Fp32);
+  CHECK(find_op("", "Log")->saves_input(0));
+  CHECK(find_op("", "Where")->grad_of(0) == 'N');
+  CHECK(find_op("", "Identity")->view);
+  CHECK(std::string(find_op("", "Equal")->grads).empty());
+  CHECK(find_op("ai.onnx", "Cast")->autocast == Autocast::None);
+}
+
+}  // namespace
+}  // namespace memest
