@@ -1,0 +1,38 @@
+// `memest MODEL ...`: one estimate, as a table or JSON.
+#include <chrono>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/report.h"
+
+namespace memest {
+
+std::function<int()> setup_estimate(CLI::App& app) {
+  struct Opts {
+    CommonOptions common;
+    int depth = 2;
+  };
+  auto o = std::make_shared<Opts>();
+  add_common_options(app, o->common);
+  app.add_option("--depth", o->depth, "module levels the layer table groups by (0: every module)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  return [o]() {
+    const auto t0 = std::chrono::steady_clock::now();
+    Analysis a = load_and_analyze(o->common);
+    Estimate e = estimate(a, o->common.batch);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (o->common.json) {
+      auto j = estimate_json(a, e, o->depth);
+      j["time_ms"] = ms;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      for (const auto& w : a.graph.warnings) std::cerr << "memest: warning: " << w << "\n";
+      std::cout << estimate_text(a, e, o->depth);
+    }
+    return 0;
+  };
+}
+
+}  // namespace memest

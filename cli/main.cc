@@ -1,0 +1,86 @@
+// memest's entry point: picks the subcommand, and is the only place that turns
+// an Error into a message and an exit status.
+#include <cstring>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "estimator/error.h"
+
+namespace memest {
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> cmds = {
+      {"estimate", "peak GPU memory of a training step (the default: memest MODEL ...)", setup_estimate},
+      {"sweep", "largest batch (or --sweep dim) that fits a budget or a GPU", setup_sweep},
+      {"check", "will this batch fit? exit 0 fits, 1 does not, 2 error", setup_check},
+      {"ops", "the ops memest knows and what it models for each", setup_ops},
+  };
+  return cmds;
+}
+
+}  // namespace memest
+
+namespace {
+
+std::string usage() {
+  std::string s =
+      "memest: GPU memory of a PyTorch training step, from a graph file, without a GPU.\n\n"
+      "Usage:\n"
+      "  memest MODEL [--batch N] [--optim sgd|adam|adamw] [--momentum M] [--amp [fp16|bf16]]\n"
+      "               [--loss ce|mse|sum] [--dim NAME=VALUE ...] [--input-shape SHAPE[:DTYPE] ...] [--json]\n"
+      "  memest sweep MODEL --budget SIZE | --gpu NAME [same options]\n"
+      "  memest check MODEL --batch N --budget SIZE | --gpu NAME [same options]\n\n"
+      "Subcommands:\n";
+  for (const auto& c : memest::subcommands()) s += "  " + std::string(c.name) + std::string(10 - std::strlen(c.name), ' ') + c.help + "\n";
+  s += "\nExamples:\n"
+       "  memest models/resnet50.onnx --batch 64 --optim adam --amp\n"
+       "  memest sweep models/gpt_small.onnx --gpu a100-80gb --dim seq=1024\n"
+       "  memest check model.pt --input-shape 3x224x224 --batch 256 --budget 24GiB\n\n"
+       "MODEL is an .onnx file (weights may be absent: only shapes are read) or a TorchScript .pt file.\n"
+       "`memest SUBCOMMAND --help` lists each subcommand's options.\n";
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args = memest::normalize_args(argc, argv);
+  if (args.size() < 2 || args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
+    std::cout << usage();
+    return args.size() < 2 ? 2 : 0;
+  }
+  const memest::Subcommand* cmd = &memest::subcommands()[0];
+  size_t first = 1;
+  for (const auto& c : memest::subcommands()) {
+    if (args[1] == c.name) {
+      cmd = &c;
+      first = 2;
+    }
+  }
+  CLI::App app(cmd->help, std::string("memest") + (first == 2 ? std::string(" ") + cmd->name : ""));
+  std::function<int()> run = cmd->setup(app);
+  std::vector<std::string> rest(args.begin() + static_cast<long>(first), args.end());
+  std::reverse(rest.begin(), rest.end());  // CLI11 parses a reversed vector
+  try {
+    app.parse(rest);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    std::cerr << "memest: " << msg << " (see memest " << (first == 2 ? std::string(cmd->name) + " " : "") << "--help)\n";
+    return 2;
+  }
+  try {
+    return run();
+  } catch (const memest::Error& e) {
+    std::cerr << "memest: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "memest: out of host memory while analysing the model\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "memest: internal error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,72 @@
+// Shared option parsing and the load -> analyze step.
+#include "cli/options.h"
+
+#include "estimator/error.h"
+#include "frontends/load.h"
+
+namespace memest {
+
+void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
+  app.add_option("model", o.model, "ONNX (.onnx) or TorchScript (.pt) model file")->required();
+  if (batch_option) {
+    app.add_option("--batch,-b", o.batch, "batch size: the leading dim of every input whose first dim is symbolic")
+        ->capture_default_str();
+  }
+  app.add_option("--optim", o.optim, "optimizer: sgd, adam or adamw (torch defaults, foreach on CUDA)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+      ->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum (0.9 adds a momentum buffer per parameter)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--amp", o.amp, "mixed precision: --amp or --amp fp16, --amp bf16 (default: fp32 training)")
+      ->check(CLI::IsMember({"none", "fp16", "bf16"}));
+  app.add_option("--loss", o.loss, "loss: ce (cross-entropy), mse, or sum")
+      ->check(CLI::IsMember({"ce", "mse", "sum"}))
+      ->capture_default_str();
+  app.add_option("--dim", o.dims, "fix a symbolic dimension, NAME=VALUE (repeatable), e.g. --dim seq=512");
+  app.add_option("--input-shape", o.input_shapes,
+                 "TorchScript only, once per input: per-sample shape[:dtype], e.g. 3x224x224 or 512:int64");
+  app.add_option("--attention", o.attention,
+                 "attention kernels: fused (PyTorch 2's scaled_dot_product_attention) or eager (explicit TxT matrix)")
+      ->check(CLI::IsMember({"fused", "eager"}))
+      ->capture_default_str();
+  app.add_option("--target", o.target, "GPU + torch profile for library constants (default h200-torch2.11)");
+  app.add_flag("--json", o.json, "print one JSON object on stdout");
+}
+
+Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim) {
+  AnalysisOptions ao;
+  for (const auto& d : o.dims) {
+    auto eq = d.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) {
+      throw Error("--dim '" + d + "' must look like NAME=VALUE, e.g. --dim seq=512");
+    }
+    const std::string value = d.substr(eq + 1);
+    if (value.find_first_not_of("0123456789") != std::string::npos || value.size() > 15) {
+      throw Error("--dim '" + d + "': VALUE must be a positive integer");
+    }
+    ao.dims[d.substr(0, eq)] = std::stoll(value);
+  }
+  ao.free_dim = free_dim;
+  TrainConfig& t = ao.train;
+  t.optim = o.optim == "adam" ? Optim::Adam : o.optim == "adamw" ? Optim::AdamW : Optim::SGD;
+  t.momentum = o.momentum;
+  t.amp = o.amp == "fp16" ? Amp::FP16 : o.amp == "bf16" ? Amp::BF16 : Amp::None;
+  t.loss = o.loss == "mse" ? Loss::MSE : o.loss == "sum" ? Loss::Sum : Loss::CE;
+  t.attention = o.attention == "eager" ? Attention::Eager : Attention::Fused;
+  t.target = &find_target(o.target);
+  std::vector<InputSpec> specs;
+  for (const auto& s : o.input_shapes) specs.push_back(parse_input_shape(s));
+  return analyze(load_model(o.model, specs), ao);
+}
+
+std::vector<std::string> normalize_args(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--amp") continue;
+    const bool has_value = i + 1 < args.size() && (args[i + 1] == "fp16" || args[i + 1] == "bf16" || args[i + 1] == "none");
+    if (!has_value) args[i] = "--amp=fp16";
+  }
+  return args;
+}
+
+}  // namespace memest

@@ -1,0 +1,36 @@
+// Options every estimating subcommand shares (protocol.md's command-line contract).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/analysis.h"
+
+namespace memest {
+
+struct CommonOptions {
+  std::string model;
+  int64_t batch = 1;
+  std::string optim = "sgd";
+  double momentum = 0;
+  std::string amp = "none";
+  std::string loss = "ce";
+  std::vector<std::string> dims;          ///< NAME=VALUE
+  std::vector<std::string> input_shapes;  ///< TorchScript per-sample shapes
+  std::string attention = "fused";
+  std::string target;
+  bool json = false;
+};
+
+/// Adds MODEL and the shared flags to a CLI11 app.
+void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option = true);
+
+/// Loads the model and runs the analysis for these options. Throws Error.
+Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim = "");
+
+/// argv with `--amp` given no value rewritten to `--amp=fp16`.
+std::vector<std::string> normalize_args(int argc, char** argv);
+
+}  // namespace memest

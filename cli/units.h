@@ -1,0 +1,16 @@
+// Byte sizes for people: parsing "24GiB" / "24GB" and printing "12.34 GiB".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memest {
+
+/// Parses bytes or a size with a unit: 24GiB, 24GB (10^9), 512MiB, 1.5GiB, 1000000. Throws Error.
+int64_t parse_size(const std::string& text);
+/// "12.34 GiB", "98.0 MiB", "4.0 KiB", "512 B".
+std::string format_bytes(int64_t bytes);
+/// 25557032 -> "25,557,032".
+std::string thousands(int64_t n);
+
+}  // namespace memest

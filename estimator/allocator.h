@@ -1,0 +1,25 @@
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp),
+// replayed over a program's allocations to predict max_memory_reserved.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "estimator/simulate.h"
+
+namespace memest {
+
+struct AllocatorResult {
+  int64_t peak_reserved = 0;   ///< max_memory_reserved
+  int64_t peak_allocated = 0;  ///< max_memory_allocated, with unsplit blocks counted whole
+  bool out_of_memory = false;  ///< a request failed even after freeing cached segments
+  int64_t failed_request = 0;
+};
+
+/// Replays the program's events for concrete dims. With `limit`, segments are
+/// capped as set_per_process_memory_fraction caps them: on a failed cudaMalloc
+/// the allocator frees its cached segments and retries once, then fails.
+AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round = 512,
+                                 std::optional<int64_t> limit = std::nullopt);
+
+}  // namespace memest

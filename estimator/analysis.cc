@@ -1,0 +1,151 @@
+// The analysis pipeline: dims -> shapes -> fusion -> loss -> program.
+#include "estimator/analysis.h"
+
+#include <set>
+
+#include "estimator/allocator.h"
+#include "estimator/error.h"
+#include "estimator/fuse.h"
+#include "estimator/loss.h"
+#include "estimator/ops/registry.h"
+#include "estimator/shapes.h"
+
+namespace memest {
+namespace {
+
+void replace_symbol(Graph& g, SymbolId s, const Expr& with) {
+  for (auto& t : g.tensors) {
+    for (auto* shape : {&t.shape, &t.declared}) {
+      if (!*shape) continue;
+      for (auto& d : **shape) d = d.replace(s, with);
+    }
+  }
+}
+
+// The batch is the leading dim of every input whose first dim is symbolic.
+std::set<SymbolId> batch_symbols(const Graph& g) {
+  std::set<SymbolId> out;
+  for (int in : g.inputs) {
+    const Tensor& t = g.tensors[in];
+    if (t.shape && !t.shape->empty()) {
+      if (auto s = (*t.shape)[0].as_symbol()) out.insert(*s);
+    }
+  }
+  return out;
+}
+
+Accounting account(const Graph& g) {
+  Accounting a;
+  for (const auto& t : g.tensors) {
+    if (t.consumers.empty() || !t.shape) continue;
+    if (t.kind == TensorKind::Parameter) {
+      auto n = product(*t.shape).as_const().value_or(0);
+      a.parameter_count = checked_add(a.parameter_count, n);
+      a.parameter_bytes = checked_add(a.parameter_bytes, checked_mul(n, dtype_size(t.dtype)));
+    } else if (t.kind == TensorKind::Buffer) {
+      a.buffer_bytes = checked_add(a.buffer_bytes, t.bytes().as_const().value_or(0));
+    } else if (t.kind == TensorKind::Input) {
+      a.input_bytes = a.input_bytes + t.bytes();
+    }
+  }
+  return a;
+}
+
+bool looks_inference_exported(const Graph& g) {
+  for (const auto& n : g.nodes) {
+    if (n.dead || n.op != "BatchNormalization") continue;
+    const bool training = n.attr_int("training_mode", 0) != 0 || (g.opset < 14 && n.outputs.size() > 1);
+    if (!training) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Analysis analyze(Graph g, const AnalysisOptions& opts) {
+  Analysis a;
+  a.train = opts.train;
+  if (!a.train.target) a.train.target = &find_target("");
+  a.batch = intern_symbol("batch");
+  a.dims = opts.dims;
+
+  const auto bsyms = batch_symbols(g);
+  if (bsyms.empty()) {
+    g.warn("no graph input has a symbolic first dimension, so the batch is fixed by the file; --batch is ignored");
+  }
+  for (SymbolId s : bsyms) {
+    if (s != a.batch) replace_symbol(g, s, Expr::symbol(a.batch));
+  }
+  for (const auto& [name, value] : opts.dims) {
+    SymbolId s = intern_symbol(name);
+    bool found = false;
+    for (int in : g.inputs) {
+      for (const auto& d : g.tensors[in].shape.value_or(Shape{})) {
+        for (SymbolId x : d.symbols()) found |= x == s;
+      }
+    }
+    if (!found) throw Error(g.file, "", "--dim " + name + ": no input has a dimension named '" + name + "'");
+    if (value <= 0) throw Error(g.file, "", "--dim " + name + " must be a positive integer");
+    replace_symbol(g, s, Expr(value));
+  }
+  const SymbolId free = opts.free_dim.empty() ? a.batch : intern_symbol(opts.free_dim);
+  for (int in : g.inputs) {
+    const Tensor& t = g.tensors[in];
+    for (const auto& d : t.shape.value_or(Shape{})) {
+      for (SymbolId s : d.symbols()) {
+        if (s != a.batch && s != free) {
+          throw Error(g.file, "", "dimension '" + symbol_name(s) + "' of input '" + t.name +
+                                      "' needs a value: pass --dim " + symbol_name(s) + "=N");
+        }
+      }
+    }
+  }
+
+  verify_and_sort(g);
+  infer_shapes(g);
+  a.inference_export = looks_inference_exported(g);
+  if (a.inference_export) {
+    g.warn("the graph looks exported for inference (BatchNormalization in inference mode); training keeps more: "
+           "export with training=TrainingMode.TRAINING, do_constant_folding=False");
+  }
+  std::set<std::string> unsupported;
+  for (const auto& n : g.nodes) {
+    if (!n.dead && !n.info) unsupported.insert((n.domain.empty() ? "" : n.domain + "::") + n.op);
+  }
+  a.unsupported.assign(unsupported.begin(), unsupported.end());
+  FuseOptions fo;
+  fo.attention = a.train.attention == Attention::Fused;
+  a.fused = fuse_patterns(g, fo);
+  append_loss(g, a.train.loss);
+  a.accounting = account(g);
+  a.program = build_program(g, a.train);
+  a.graph = std::move(g);
+  return a;
+}
+
+Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value) {
+  if (batch <= 0) throw Error(a.graph.file, "", "--batch must be a positive integer, got " + std::to_string(batch));
+  Estimate e;
+  e.batch = batch;
+  e.bindings.set(a.batch, batch);
+  for (const auto& [name, v] : a.dims) e.bindings.set(name, v);
+  if (free_value) {
+    // The free dim's symbol is whatever analyze() left; bind every unbound symbol seen in inputs.
+    for (int in : a.graph.inputs) {
+      for (const auto& d : a.graph.tensors[in].shape.value_or(Shape{})) {
+        for (SymbolId s : d.symbols()) {
+          if (s != a.batch) e.bindings.set(s, *free_value);
+        }
+      }
+    }
+  }
+  try {
+    e.peak = evaluate(a.program, e.bindings, a.train.target->alloc_round);
+    e.reserved_bytes = replay_allocator(a.program, e.bindings, a.train.target->alloc_round).peak_reserved;
+  } catch (const Error& err) {
+    throw err.in_file(a.graph.file);
+  }
+  return e;
+}
+
+}  // namespace memest

@@ -1,0 +1,54 @@
+// The pipeline from a loaded graph to an evaluable training-step program:
+// bind dims, infer shapes, fuse patterns, append the loss, build the program.
+// Built once; estimate() then answers for any batch in microseconds.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "estimator/ir.h"
+#include "estimator/simulate.h"
+
+namespace memest {
+
+struct AnalysisOptions {
+  std::map<std::string, int64_t> dims;  ///< --dim NAME=VALUE
+  std::string free_dim;                 ///< a symbol left free besides batch (sweep --dim seq)
+  TrainConfig train;
+};
+
+/// Exact (unrounded) bytes of the batch-independent parts, as PyTorch counts them.
+struct Accounting {
+  int64_t parameter_count = 0;
+  int64_t parameter_bytes = 0;
+  int64_t buffer_bytes = 0;
+  Expr input_bytes;  ///< x and y, symbolic in the batch
+};
+
+struct Analysis {
+  Graph graph;
+  Program program;
+  TrainConfig train;
+  SymbolId batch = 0;
+  std::map<std::string, int64_t> dims;
+  Accounting accounting;
+  int fused = 0;
+  std::vector<std::string> unsupported;  ///< op types with no table entry
+  bool inference_export = false;         ///< BatchNorm in inference mode, no Dropout: a hint to the user
+};
+
+/// Runs the pipeline. Throws Error for a graph memest cannot estimate.
+Analysis analyze(Graph g, const AnalysisOptions& opts);
+
+/// The numbers for one batch size (and the free dim's value, if any).
+struct Estimate {
+  int64_t batch = 0;
+  PeakResult peak;
+  int64_t reserved_bytes = 0;
+  Bindings bindings;
+};
+
+Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);
+
+}  // namespace memest

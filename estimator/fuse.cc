@@ -1,0 +1,249 @@
+// Pattern fusion. Each rewrite keeps node order: the fused node takes the place
+// of the pattern's last node and the others are marked dead.
+#include "estimator/fuse.h"
+
+#include <functional>
+
+#include "estimator/ops/registry.h"
+
+namespace memest {
+namespace {
+
+class Fuser {
+ public:
+  explicit Fuser(Graph& g) : g_(g) { g_.relink(); }
+
+  const Tensor& T(int t) const { return g_.tensors[t]; }
+  // The single live consumer of tensor t, or -1.
+  int only_consumer(int t) const {
+    if (t < 0) return -1;
+    const Tensor& ten = T(t);
+    if (ten.graph_output || ten.consumers.size() != 1) return -1;
+    return ten.consumers[0];
+  }
+  Node* producer(int t) {
+    if (t < 0 || T(t).producer < 0) return nullptr;
+    Node* n = &g_.nodes[T(t).producer];
+    return n->dead ? nullptr : n;
+  }
+  bool is_scalar_const(int t) const {
+    if (t < 0) return false;
+    const Tensor& ten = T(t);
+    if (!ten.shape) return false;
+    auto n = product(*ten.shape).as_const();
+    if (!n || *n != 1) return false;
+    if (ten.kind == TensorKind::Constant || ten.value || ten.fvalue) return true;
+    if (ten.producer >= 0) {
+      const Node& p = g_.nodes[ten.producer];
+      return p.op == "Constant" || p.op == "Sqrt" || p.op == "Cast" || p.op == "Div" || p.op == "Reciprocal";
+    }
+    return false;
+  }
+  bool is_param(int t) const { return t >= 0 && T(t).kind == TensorKind::Parameter; }
+
+  void replace(int last_node, const char* op, std::vector<int> inputs, std::vector<int> dead) {
+    Node& n = g_.nodes[last_node];
+    Node fused;
+    fused.name = n.name.empty() ? op : n.name;
+    fused.op = op;
+    fused.domain = "memest";
+    fused.module = n.module;
+    fused.inputs = std::move(inputs);
+    fused.outputs = {n.outputs[0]};
+    fused.info = find_op("memest", op);
+    for (int d : dead) {
+      if (d != last_node) g_.nodes[d].dead = true;
+    }
+    n = std::move(fused);
+    g_.relink();
+    ++count_;
+  }
+
+  // MatMul(x, W^T) [+ Add(b)] where W is a parameter: F.linear.
+  void linear(int k) {
+    Node& mm = g_.nodes[k];
+    if (mm.dead || mm.op != "MatMul" || mm.inputs.size() != 2) return;
+    int w = mm.inputs[1];
+    std::vector<int> dead = {k};
+    int weight = -1;
+    if (Node* tr = producer(w); tr && tr->op == "Transpose" && is_param(tr->inputs[0]) && only_consumer(w) == k) {
+      weight = tr->inputs[0];
+      dead.push_back(T(w).producer);
+    } else if (is_param(w)) {
+      // A weight stored pre-transposed [in, out]; F.linear's saved bytes are the same.
+      weight = w;
+    }
+    if (weight < 0 || !T(weight).shape || T(weight).shape->size() != 2) return;
+    int out = mm.outputs[0];
+    int last = k;
+    std::vector<int> inputs = {mm.inputs[0], weight};
+    int add = only_consumer(out);
+    if (add >= 0 && g_.nodes[add].op == "Add") {
+      const Node& a = g_.nodes[add];
+      int other = a.inputs[0] == out ? a.inputs[1] : a.inputs[0];
+      if (is_param(other) && T(other).shape && T(other).shape->size() == 1) {
+        inputs.push_back(other);
+        dead.push_back(add);
+        last = add;
+      }
+    }
+    replace(last, "Linear", inputs, dead);
+  }
+
+  // Walks back through multiplications by scalars (the exporter's scale on q and k).
+  int strip_scale(int t, std::vector<int>& dead) {
+    for (int guard = 0; guard < 4; ++guard) {
+      Node* p = producer(t);
+      if (!p || (p->op != "Mul" && p->op != "Div") || only_consumer(t) < 0) return t;
+      int a = p->inputs[0], b = p->inputs[1];
+      if (is_scalar_const(b)) {
+        dead.push_back(T(t).producer);
+        t = a;
+      } else if (p->op == "Mul" && is_scalar_const(a)) {
+        dead.push_back(T(t).producer);
+        t = b;
+      } else {
+        return t;
+      }
+    }
+    return t;
+  }
+
+  // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [Dropout] -> MatMul(., v).
+  void attention(int k) {
+    Node& sm = g_.nodes[k];
+    if (sm.dead || sm.op != "Softmax") return;
+    std::vector<int> dead = {k};
+    int mask = -1;
+    int s = sm.inputs[0];
+    for (int guard = 0; guard < 6; ++guard) {
+      Node* p = producer(s);
+      if (!p || only_consumer(s) < 0) return;
+      if (p->op == "MatMul") break;
+      int pi = T(s).producer;
+      if ((p->op == "Mul" || p->op == "Div") && is_scalar_const(p->inputs[1])) {
+        s = p->inputs[0];
+      } else if (p->op == "Mul" && is_scalar_const(p->inputs[0])) {
+        s = p->inputs[1];
+      } else if (p->op == "Add") {
+        // The additive mask is whichever operand does not lead back to the scores' MatMul.
+        Node* a = producer(p->inputs[0]);
+        bool first_is_scores = a && (a->op == "MatMul" || a->op == "Mul" || a->op == "Div");
+        mask = first_is_scores ? p->inputs[1] : p->inputs[0];
+        s = first_is_scores ? p->inputs[0] : p->inputs[1];
+      } else if (p->op == "Where") {
+        mask = p->inputs[0];
+        s = p->inputs[1];
+      } else if (p->op == "Cast") {
+        s = p->inputs[0];
+      } else {
+        return;
+      }
+      dead.push_back(pi);
+    }
+    Node* m1 = producer(s);
+    if (!m1 || m1->op != "MatMul" || only_consumer(s) < 0) return;
+    dead.push_back(T(s).producer);
+    int q = strip_scale(m1->inputs[0], dead);
+    int kt = strip_scale(m1->inputs[1], dead);
+    int key = kt;
+    if (Node* tr = producer(kt); tr && tr->op == "Transpose" && only_consumer(kt) >= 0) {
+      dead.push_back(T(kt).producer);
+      key = tr->inputs[0];
+    }
+    // Forward: [Dropout] [Cast] then the MatMul with v.
+    int p = sm.outputs[0];
+    double dropout = 0;
+    for (int guard = 0; guard < 3; ++guard) {
+      int c = only_consumer(p);
+      if (c < 0) return;
+      Node& cn = g_.nodes[c];
+      if (cn.op == "MatMul" && cn.inputs[0] == p) {
+        dead.push_back(c);
+        std::vector<int> inputs = {q, key, cn.inputs[1]};
+        if (mask >= 0) inputs.push_back(mask);
+        int last = c;
+        replace(last, "Attention", inputs, dead);
+        Attribute ratio;
+        ratio.kind = Attribute::Float;
+        ratio.f = dropout;
+        g_.nodes[last].attrs["dropout"] = ratio;
+        return;
+      }
+      if (cn.op == "Dropout" || cn.op == "Cast" || cn.op == "Identity") {
+        if (cn.op == "Dropout") dropout = 0.1;
+        dead.push_back(c);
+        p = cn.outputs[0];
+        continue;
+      }
+      return;
+    }
+  }
+
+  // 0.5 * x * (1 + erf(x / sqrt(2))), in any operand order.
+  void gelu(int k) {
+    Node& erf = g_.nodes[k];
+    if (erf.dead || erf.op != "Erf") return;
+    std::vector<int> dead = {k};
+    Node* div = producer(erf.inputs[0]);
+    if (!div || (div->op != "Div" && div->op != "Mul") || only_consumer(erf.inputs[0]) < 0) return;
+    int x = div->inputs[0];
+    dead.push_back(T(erf.inputs[0]).producer);
+    int add = only_consumer(erf.outputs[0]);
+    if (add < 0 || g_.nodes[add].op != "Add") return;
+    dead.push_back(add);
+    int m1 = only_consumer(g_.nodes[add].outputs[0]);
+    if (m1 < 0 || g_.nodes[m1].op != "Mul") return;
+    dead.push_back(m1);
+    int last = m1;
+    const Node& mul1 = g_.nodes[m1];
+    int other = mul1.inputs[0] == g_.nodes[add].outputs[0] ? mul1.inputs[1] : mul1.inputs[0];
+    if (other != x) {
+      // (x * 0.5) * (1 + erf): the half is applied to x first.
+      Node* half = producer(other);
+      if (!half || half->op != "Mul" || (half->inputs[0] != x && half->inputs[1] != x)) return;
+      dead.push_back(T(other).producer);
+    } else {
+      int m2 = only_consumer(mul1.outputs[0]);
+      if (m2 >= 0 && g_.nodes[m2].op == "Mul") {
+        const Node& mul2 = g_.nodes[m2];
+        int c = mul2.inputs[0] == mul1.outputs[0] ? mul2.inputs[1] : mul2.inputs[0];
+        if (is_scalar_const(c)) {
+          dead.push_back(m2);
+          last = m2;
+        }
+      }
+    }
+    replace(last, "Gelu", {x}, dead);
+  }
+
+  // x * sigmoid(x).
+  void silu(int k) {
+    Node& sg = g_.nodes[k];
+    if (sg.dead || sg.op != "Sigmoid") return;
+    int x = sg.inputs[0];
+    int m = only_consumer(sg.outputs[0]);
+    if (m < 0 || g_.nodes[m].op != "Mul") return;
+    const Node& mul = g_.nodes[m];
+    if (mul.inputs[0] != x && mul.inputs[1] != x) return;
+    replace(m, "Silu", {x}, {k, m});
+  }
+
+  Graph& g_;
+  int count_ = 0;
+};
+
+}  // namespace
+
+int fuse_patterns(Graph& g, const FuseOptions& opts) {
+  Fuser f(g);
+  for (size_t k = 0; k < g.nodes.size(); ++k) f.gelu(static_cast<int>(k));
+  for (size_t k = 0; k < g.nodes.size(); ++k) f.silu(static_cast<int>(k));
+  if (opts.attention) {
+    for (size_t k = 0; k < g.nodes.size(); ++k) f.attention(static_cast<int>(k));
+  }
+  for (size_t k = 0; k < g.nodes.size(); ++k) f.linear(static_cast<int>(k));
+  return f.count_;
+}
+
+}  // namespace memest

@@ -1,0 +1,201 @@
+// IR helpers: dtypes, attribute access, tensor bookkeeping, module paths.
+#include "estimator/ir.h"
+
+#include <algorithm>
+
+#include "estimator/error.h"
+
+namespace memest {
+
+int64_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F64: case DType::I64: case DType::C64: return 8;
+    case DType::F32: case DType::I32: return 4;
+    case DType::F16: case DType::BF16: case DType::I16: return 2;
+    case DType::F8: case DType::I8: case DType::U8: case DType::Bool: return 1;
+    case DType::C128: return 16;
+    case DType::Undefined: case DType::String: return 0;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "float32";
+    case DType::F16: return "float16";
+    case DType::BF16: return "bfloat16";
+    case DType::F64: return "float64";
+    case DType::F8: return "float8";
+    case DType::I64: return "int64";
+    case DType::I32: return "int32";
+    case DType::I16: return "int16";
+    case DType::I8: return "int8";
+    case DType::U8: return "uint8";
+    case DType::Bool: return "bool";
+    case DType::C64: return "complex64";
+    case DType::C128: return "complex128";
+    case DType::String: return "string";
+    case DType::Undefined: return "undefined";
+  }
+  return "undefined";
+}
+
+DType dtype_from_onnx(int t) {
+  // onnx.TensorProto.DataType codes.
+  switch (t) {
+    case 1: return DType::F32;
+    case 2: return DType::U8;
+    case 3: return DType::I8;
+    case 4: return DType::I16;  // uint16
+    case 5: return DType::I16;
+    case 6: return DType::I32;
+    case 7: return DType::I64;
+    case 8: return DType::String;
+    case 9: return DType::Bool;
+    case 10: return DType::F16;
+    case 11: return DType::F64;
+    case 12: return DType::I32;  // uint32
+    case 13: return DType::I64;  // uint64
+    case 14: return DType::C64;
+    case 15: return DType::C128;
+    case 16: return DType::BF16;
+    case 17: case 18: case 19: case 20: return DType::F8;
+    default: return DType::Undefined;
+  }
+}
+
+std::optional<DType> dtype_from_name(const std::string& n) {
+  static const std::pair<const char*, DType> names[] = {
+      {"float32", DType::F32}, {"float", DType::F32},   {"fp32", DType::F32},  {"f32", DType::F32},
+      {"float16", DType::F16}, {"half", DType::F16},    {"fp16", DType::F16},  {"f16", DType::F16},
+      {"bfloat16", DType::BF16}, {"bf16", DType::BF16}, {"float64", DType::F64}, {"double", DType::F64},
+      {"int64", DType::I64},   {"long", DType::I64},    {"int32", DType::I32}, {"int", DType::I32},
+      {"int16", DType::I16},   {"int8", DType::I8},     {"uint8", DType::U8},  {"bool", DType::Bool},
+  };
+  for (const auto& [name, t] : names) {
+    if (n == name) return t;
+  }
+  return std::nullopt;
+}
+
+bool is_floating(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64 || t == DType::F8;
+}
+
+const char* kind_name(TensorKind k) {
+  switch (k) {
+    case TensorKind::Activation: return "activation";
+    case TensorKind::Input: return "input";
+    case TensorKind::Parameter: return "parameter";
+    case TensorKind::Buffer: return "buffer";
+    case TensorKind::Constant: return "constant";
+  }
+  return "activation";
+}
+
+Expr Tensor::bytes() const {
+  if (!shape) throw Error("", name, "shape is not known");
+  return product(*shape) * Expr(dtype_size(dtype));
+}
+
+const Attribute* Node::attr(const std::string& key) const {
+  auto it = attrs.find(key);
+  return it == attrs.end() ? nullptr : &it->second;
+}
+
+int64_t Node::attr_int(const std::string& key, int64_t dflt) const {
+  const Attribute* a = attr(key);
+  return a && a->kind == Attribute::Int ? a->i : dflt;
+}
+
+double Node::attr_float(const std::string& key, double dflt) const {
+  const Attribute* a = attr(key);
+  if (!a) return dflt;
+  if (a->kind == Attribute::Float) return a->f;
+  if (a->kind == Attribute::Int) return static_cast<double>(a->i);
+  return dflt;
+}
+
+std::string Node::attr_string(const std::string& key, const std::string& dflt) const {
+  const Attribute* a = attr(key);
+  return a && a->kind == Attribute::String ? a->s : dflt;
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& key, std::vector<int64_t> dflt) const {
+  const Attribute* a = attr(key);
+  return a && a->kind == Attribute::Ints ? a->ints : dflt;
+}
+
+int Graph::tensor_id(const std::string& name) {
+  auto it = index_.find(name);
+  if (it != index_.end()) return it->second;
+  int id = static_cast<int>(tensors.size());
+  tensors.emplace_back();
+  tensors.back().name = name;
+  index_.emplace(name, id);
+  return id;
+}
+
+int Graph::find_tensor(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+int Graph::new_tensor(const std::string& hint) {
+  std::string name = hint;
+  for (int k = 1; index_.count(name); ++k) name = hint + "#" + std::to_string(k);
+  return tensor_id(name);
+}
+
+void Graph::relink() {
+  for (auto& t : tensors) {
+    t.producer = -1;
+    t.consumers.clear();
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.dead) continue;
+    for (int in : n.inputs) {
+      if (in >= 0) tensors[in].consumers.push_back(static_cast<int>(i));
+    }
+    for (int out : n.outputs) {
+      if (out >= 0) tensors[out].producer = static_cast<int>(i);
+    }
+  }
+}
+
+void Graph::warn(const std::string& what) {
+  if (std::find(warnings.begin(), warnings.end(), what) == warnings.end()) warnings.push_back(what);
+}
+
+std::string module_from_scoped_name(const std::string& node_name) {
+  // "/layer1/layer1.0/conv1/Conv" -> segments layer1, layer1.0, conv1 (the last, "Conv", is the op).
+  if (node_name.empty() || node_name[0] != '/') return "";
+  std::vector<std::string> segs;
+  size_t start = 1;
+  while (start <= node_name.size()) {
+    size_t slash = node_name.find('/', start);
+    if (slash == std::string::npos) break;  // the last segment names the op
+    segs.push_back(node_name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  std::string path;
+  for (const auto& s : segs) {
+    if (s.empty()) continue;
+    // A segment is either a full dotted path ("layer1.0", extending the current one)
+    // or an attribute name relative to it ("conv1").
+    if (path.empty() || s.rfind(path + ".", 0) == 0) {
+      path = s;
+    } else {
+      path += "." + s;
+    }
+  }
+  return path;
+}
+
+std::string module_from_param_name(const std::string& param) {
+  auto dot = param.rfind('.');
+  return dot == std::string::npos ? "" : param.substr(0, dot);
+}
+
+}  // namespace memest

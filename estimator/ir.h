@@ -1,0 +1,127 @@
+// The IR every frontend lowers to: tensors with dtype and symbolic shape, and
+// nodes with op, attributes and the module path they came from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "estimator/expr.h"
+
+namespace memest {
+
+struct OpInfo;
+
+/// Element types, as far as memory is concerned.
+enum class DType : uint8_t {
+  Undefined, F32, F16, BF16, F64, F8, I64, I32, I16, I8, U8, Bool, C64, C128, String
+};
+
+/// Bytes per element (0 for Undefined/String).
+int64_t dtype_size(DType t);
+/// "float32", "int64", ...
+const char* dtype_name(DType t);
+/// Maps ONNX TensorProto.DataType to DType (Undefined for unknown codes).
+DType dtype_from_onnx(int onnx_type);
+/// Parses "float32", "fp16", "int64", ...; nullopt when unknown.
+std::optional<DType> dtype_from_name(const std::string& name);
+bool is_floating(DType t);
+
+/// Where a tensor's memory comes from in a training step.
+enum class TensorKind : uint8_t {
+  Activation,  ///< produced by a node
+  Input,       ///< a graph input (x, or tokens)
+  Parameter,   ///< trainable weight: gets a gradient and optimizer state
+  Buffer,      ///< non-trainable state on the GPU (BatchNorm running stats)
+  Constant,    ///< a literal folded into the graph (shape constants, scalars)
+};
+const char* kind_name(TensorKind k);
+
+using Shape = std::vector<Expr>;
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::Undefined;
+  std::optional<Shape> shape;     ///< nullopt: not known (yet)
+  std::optional<Shape> declared;  ///< shape the file declares (value_info); a fallback only
+  TensorKind kind = TensorKind::Activation;
+  int producer = -1;              ///< index of the producing node, -1 for none
+  std::vector<int> consumers;     ///< node indices, one entry per use
+  std::optional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)
+  std::optional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
+  bool graph_output = false;
+  std::string module;             ///< module path of a parameter ("layer1.0.conv1")
+
+  bool shape_known() const { return shape.has_value(); }
+  /// numel * element size, symbolic; requires a known shape.
+  Expr bytes() const;
+};
+
+/// A node attribute (ONNX attribute kinds, minus graphs which are noted only).
+struct Attribute {
+  enum Kind : uint8_t { Int, Float, String, Ints, Floats, Strings, Tensor, Graph } kind = Int;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+  // Tensor attributes (Constant's value): dtype, dims, and integer contents when small.
+  DType t_dtype = DType::Undefined;
+  std::vector<int64_t> t_dims;
+  std::optional<std::vector<int64_t>> t_ints;
+  std::optional<std::vector<double>> t_floats;
+};
+
+struct Node {
+  std::string name;
+  std::string op;                 ///< op type, e.g. "Conv"
+  std::string domain;             ///< "" for ONNX's default domain
+  std::vector<int> inputs;        ///< tensor ids; -1 for an omitted optional input
+  std::vector<int> outputs;       ///< tensor ids; -1 for an omitted optional output
+  std::map<std::string, Attribute> attrs;
+  std::string module;             ///< module path, e.g. "layer1.0.conv1" ("" at top level)
+  const OpInfo* info = nullptr;   ///< filled by the registry lookup
+  bool dead = false;              ///< removed by a pass (kept to keep indices stable)
+
+  const Attribute* attr(const std::string& key) const;
+  int64_t attr_int(const std::string& key, int64_t dflt) const;
+  double attr_float(const std::string& key, double dflt) const;
+  std::string attr_string(const std::string& key, const std::string& dflt) const;
+  std::vector<int64_t> attr_ints(const std::string& key, std::vector<int64_t> dflt = {}) const;
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] >= 0; }
+};
+
+struct Graph {
+  std::string file;               ///< the file it was read from, for messages
+  int64_t opset = 0;              ///< default-domain opset
+  std::string producer;           ///< "pytorch 2.11.0" when the file says so
+  std::vector<Tensor> tensors;
+  std::vector<Node> nodes;        ///< in topological order once verified
+  std::vector<int> inputs;        ///< data inputs (initializers excluded)
+  std::vector<int> outputs;
+  std::vector<std::string> warnings;  ///< things assumed; shown on stderr and in JSON
+
+  /// Id of the tensor with this name, creating it if absent.
+  int tensor_id(const std::string& name);
+  /// Id of the tensor with this name, or -1.
+  int find_tensor(const std::string& name) const;
+  /// Appends a fresh tensor with a unique name derived from `hint`.
+  int new_tensor(const std::string& hint);
+  /// Rebuilds producer/consumer links from the nodes (dead nodes ignored).
+  void relink();
+  void warn(const std::string& what);
+
+ private:
+  std::unordered_map<std::string, int> index_;
+};
+
+/// Module path from a legacy-exporter node name: "/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1".
+std::string module_from_scoped_name(const std::string& node_name);
+/// Module path from a parameter name: "layer1.0.conv1.weight" -> "layer1.0.conv1".
+std::string module_from_param_name(const std::string& param);
+
+}  // namespace memest

@@ -1,0 +1,69 @@
+// memest's own ops: patterns PyTorch runs as one kernel (Linear, scaled dot-product
+// attention, GELU, SiLU) that exporters spell as several nodes, and the losses.
+#include "estimator/ops/registry.h"
+#include "estimator/ops/shape_util.h"
+
+namespace memest {
+namespace {
+
+// Linear(x, W[out, in], b?): x[..., in] -> [..., out]. Like F.linear: one output.
+void shape_linear(ShapeContext& c) {
+  Shape s = c.in_shape(0);
+  const Shape& w = c.in_shape(1);
+  if (s.empty() || w.size() != 2) c.fail("expects x of rank >= 1 and a 2-D weight");
+  s.back() = w[0];
+  c.set_output(0, c.in_dtype(0), s);
+}
+
+// Attention(q[..., Tq, D], k[..., Tk, D], v[..., Tk, Dv], mask?) -> [..., Tq, Dv].
+void shape_attention(ShapeContext& c) {
+  Shape s = c.in_shape(0);
+  const Shape& v = c.in_shape(2);
+  if (s.empty() || v.empty()) c.fail("expects q, k, v of rank >= 2");
+  s.back() = v.back();
+  c.set_output(0, c.in_dtype(0), s);
+}
+
+void shape_same(ShapeContext& c) { c.set_output(0, c.in_dtype(0), c.in_shape(0)); }
+void shape_scalar(ShapeContext& c) { c.set_output(0, DType::F32, {}); }
+
+// Flash attention (fp16/bf16) keeps logsumexp [.., H, Tq] in fp32; the memory-efficient
+// kernel (fp32) pads Tq to 32. Both are what _scaled_dot_product_*_attention returns.
+std::vector<SavedExtra> attention_extra(const Graph& g, const Node& n) {
+  const Tensor& q = g.tensors[n.inputs[0]];
+  if (!q.shape || q.shape->empty()) return {};
+  Shape rows(q.shape->begin(), q.shape->end() - 1);
+  return {{product(rows), DType::F32, "logsumexp"}};
+}
+
+// nll_loss keeps total_weight, a scalar.
+std::vector<SavedExtra> nll_extra(const Graph&, const Node&) { return {{Expr(1), DType::F32, "total_weight"}}; }
+
+const OpInfo kOps[] = {
+    {.op = "Linear", .family = "fused", .shape = shape_linear, .autocast = Autocast::Lower,
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .domain = "memest",
+     .note = "MatMul(+Transpose)+Add of a weight and bias: F.linear, one output"},
+    {.op = "Attention", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
+     .saved_inputs = bits({0, 1, 2}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",
+     .domain = "memest", .note = "MatMul-scale-Softmax-MatMul: scaled_dot_product_attention, no TxT matrix"},
+    {.op = "Gelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
+     .grads = "A", .domain = "memest", .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input"},
+    {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
+     .grads = "A", .domain = "memest", .note = "x*sigmoid(x): nn.SiLU, saves its input"},
+    {.op = "LogSoftmax", .family = "loss", .shape = shape_same, .autocast = Autocast::Fp32,
+     .saved_outputs = bits({0}), .grads = "A", .domain = "memest",
+     .note = "cross_entropy's log_softmax: fp32 under autocast, saves its result"},
+    {.op = "NllLoss", .family = "loss", .shape = shape_scalar, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({1}), .saved_extra = nll_extra, .grads = "AN", .domain = "memest",
+     .note = "nll_loss: saves target and total_weight; backward allocates a dense gradient"},
+    {.op = "MseLoss", .family = "loss", .shape = shape_scalar, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0, 1}), .grads = "AN", .domain = "memest", .note = "mse_loss: fp32, saves input and target"},
+    {.op = "SumLoss", .family = "loss", .shape = shape_scalar, .autocast = Autocast::Fp32, .grads = "A",
+     .domain = "memest", .note = "out.float().sum(): the float copy is not kept"},
+};
+
+}  // namespace
+
+OpTable fused_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
+
+}  // namespace memest

@@ -1,0 +1,122 @@
+// What memest knows about one op: its shape rule, what autograd saves, its dtype
+// under autocast, its view behaviour, and the memory its backward allocates.
+// Each op family (ops/conv.cc, ops/elementwise.cc, ...) holds a table of these.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "estimator/error.h"
+#include "estimator/ir.h"
+
+namespace memest {
+
+/// What a shape rule sees: one node of a graph, its inputs, its attributes.
+class ShapeContext {
+ public:
+  ShapeContext(Graph& g, Node& n) : g_(g), n_(n) {}
+
+  const Node& node() const { return n_; }
+  int64_t opset() const { return g_.opset; }
+  size_t num_inputs() const { return n_.inputs.size(); }
+  size_t num_outputs() const { return n_.outputs.size(); }
+  bool has_input(size_t i) const { return n_.has_input(i); }
+  /// The i-th input; throws Error when absent.
+  const Tensor& input(size_t i) const;
+  /// Shape of input i; throws Error when unknown (the driver checks before calling).
+  const Shape& in_shape(size_t i) const;
+  DType in_dtype(size_t i) const { return input(i).dtype; }
+  /// Known integer contents of input i (a shape tensor), or nullptr.
+  const std::vector<Expr>* in_value(size_t i) const;
+  /// Known float contents of input i (a small float constant), or nullptr.
+  const std::vector<double>* in_fvalue(size_t i) const;
+  /// Records float contents of output i (Constant nodes).
+  void set_fvalue(size_t i, std::vector<double> v);
+  size_t rank(size_t i) const { return in_shape(i).size(); }
+
+  /// Sets output i's dtype and shape (ignored when the output is omitted).
+  void set_output(size_t i, DType t, Shape s);
+  /// Records the integer contents of output i (shape arithmetic folding).
+  void set_value(size_t i, std::vector<Expr> v);
+  /// Throws Error naming this node.
+  [[noreturn]] void fail(const std::string& what) const;
+  /// Records an assumption (shown to the user) without failing.
+  void warn(const std::string& what) const;
+
+  int64_t attr_int(const char* k, int64_t d) const { return n_.attr_int(k, d); }
+  double attr_float(const char* k, double d) const { return n_.attr_float(k, d); }
+  std::string attr_string(const char* k, const std::string& d) const { return n_.attr_string(k, d); }
+  std::vector<int64_t> attr_ints(const char* k, std::vector<int64_t> d = {}) const {
+    return n_.attr_ints(k, std::move(d));
+  }
+  bool has_attr(const char* k) const { return n_.attr(k) != nullptr; }
+
+ private:
+  Graph& g_;
+  Node& n_;
+};
+
+using ShapeFn = void (*)(ShapeContext&);
+
+/// How autocast (torch.autocast on CUDA) treats the op; see aten/src/ATen/autocast_mode.cpp.
+enum class Autocast : uint8_t {
+  Keep,     ///< runs in its input's dtype (relu, pooling, batch_norm, views)
+  Lower,    ///< fp16/bf16 list: float inputs are cast down (conv, matmul, linear)
+  Fp32,     ///< fp32 list: inputs cast up, output fp32 (softmax, layer_norm, losses)
+  Promote,  ///< widest float dtype among inputs (add, mul, cat)
+  None,     ///< output dtype is not floating or is fixed by the op (shape ops, casts)
+};
+const char* autocast_name(Autocast a);
+
+/// A tensor an op saves for backward beyond its inputs and outputs (a dropout
+/// mask, max-pool indices, batch-norm statistics, attention's logsumexp).
+struct SavedExtra {
+  Expr numel;
+  DType dtype;
+  const char* what;
+};
+using ExtraFn = std::vector<SavedExtra> (*)(const Graph&, const Node&);
+
+/// Transient bytes (cuDNN workspace, a reduction buffer) held during one call.
+using WorkspaceFn = Expr (*)(const Graph&, const Node&);
+
+/// Everything memest knows about one op. One entry per op, in its family's table.
+struct OpInfo {
+  const char* op = "";             ///< ONNX op type ("Conv") or memest's own ("Attention")
+  const char* family = "";         ///< "conv", "elementwise", ...
+  ShapeFn shape = nullptr;
+  Autocast autocast = Autocast::Keep;
+  uint32_t saved_inputs = 0;       ///< bit i set: input i is kept for backward
+  uint32_t saved_outputs = 0;      ///< bit i set: output i is kept for backward
+  /// Bit i set: input i is kept only when some *other* input needs a gradient
+  /// (autograd saves a mul's `other` only for `self`'s gradient). Conv, MatMul and
+  /// Mul save each operand for the other's gradient, so the first layer, whose
+  /// input needs no gradient, does not keep its weight.
+  uint32_t saved_if_other = 0;
+  ExtraFn saved_extra = nullptr;   ///< other tensors kept for backward
+  /// Per input: 'A' backward allocates a new gradient, 'V' the output's
+  /// gradient passes through as a view (no allocation), 'N' no gradient.
+  /// The last letter repeats for further inputs; "" means not differentiable.
+  const char* grads = "";
+  bool view = false;               ///< output 0 aliases input 0 (no allocation)
+  WorkspaceFn fwd_workspace = nullptr;
+  WorkspaceFn bwd_workspace = nullptr;
+  const char* domain = "";         ///< "" (ONNX default) or "memest"
+  const char* note = "";           ///< one line for `memest ops`
+
+  /// The gradient letter for input i ('N' when not differentiable).
+  char grad_of(size_t i) const;
+  bool saves_input(size_t i) const { return i < 32 && (saved_inputs >> i) & 1u; }
+  bool saves_output(size_t i) const { return i < 32 && (saved_outputs >> i) & 1u; }
+};
+
+/// Bitmask helper for saved_inputs / saved_outputs: bits({0, 1}).
+constexpr uint32_t bits(std::initializer_list<int> idx) {
+  uint32_t m = 0;
+  for (int i : idx) m |= 1u << i;
+  return m;
+}
+
+}  // namespace memest

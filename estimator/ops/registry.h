@@ -1,0 +1,34 @@
+// The op registry: every op family's table, looked up by (domain, op type).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "estimator/ops/op_info.h"
+
+namespace memest {
+
+/// The entry for an op, or nullptr when memest does not know it.
+/// "ai.onnx" and "" are the same domain.
+const OpInfo* find_op(const std::string& domain, const std::string& op);
+/// Every registered op, sorted by family then op, for `memest ops`.
+std::vector<const OpInfo*> all_ops();
+
+// Each family file defines one of these; registry.cc lists them all.
+struct OpTable {
+  const OpInfo* begin;
+  size_t size;
+};
+OpTable conv_ops();
+OpTable pool_ops();
+OpTable matmul_ops();
+OpTable elementwise_ops();
+OpTable activation_ops();
+OpTable norm_ops();
+OpTable reduce_ops();
+OpTable shape_ops();      // Reshape, Transpose, Concat, Slice, Gather, ... (layout and indexing)
+OpTable arith_ops();      // Shape, Constant, Range, ConstantOfShape, ... (shape arithmetic sources)
+OpTable rnn_ops();
+OpTable fused_ops();      // memest's own: Linear, Attention, Gelu, LayerNorm patterns, losses
+
+}  // namespace memest

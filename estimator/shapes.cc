@@ -1,0 +1,127 @@
+// The shape pass driver: topological order, registry lookup, fallbacks.
+#include "estimator/shapes.h"
+
+#include <deque>
+
+#include "estimator/error.h"
+#include "estimator/ops/registry.h"
+
+namespace memest {
+
+void verify_and_sort(Graph& g) {
+  g.relink();
+  const size_t n = g.nodes.size();
+  std::vector<int> pending(n, 0);
+  std::vector<bool> available(g.tensors.size(), false);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& ten = g.tensors[t];
+    available[t] = ten.producer < 0 && ten.kind != TensorKind::Activation;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = g.nodes[i];
+    if (node.dead) continue;
+    for (int in : node.inputs) {
+      if (in < 0) continue;
+      const Tensor& t = g.tensors[in];
+      if (t.producer < 0 && !available[in]) {
+        throw Error(g.file, node.name.empty() ? node.op : node.name,
+                    "reads tensor '" + t.name + "' that no node produces and that is not an input or initializer");
+      }
+      if (t.producer >= 0) ++pending[i];
+    }
+  }
+  // Kahn's algorithm, stable: ready nodes keep their file order.
+  std::vector<int> order;
+  order.reserve(n);
+  std::deque<int> ready;
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.nodes[i].dead && pending[i] == 0) ready.push_back(static_cast<int>(i));
+  }
+  while (!ready.empty()) {
+    int i = ready.front();
+    ready.pop_front();
+    order.push_back(i);
+    for (int out : g.nodes[i].outputs) {
+      if (out < 0) continue;
+      for (int c : g.tensors[out].consumers) {
+        if (--pending[c] == 0) ready.push_back(c);
+      }
+    }
+  }
+  size_t live = 0;
+  for (const auto& node : g.nodes) live += node.dead ? 0 : 1;
+  if (order.size() != live) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!g.nodes[i].dead && pending[i] > 0) {
+        const Node& node = g.nodes[i];
+        throw Error(g.file, node.name.empty() ? node.op : node.name, "the graph has a cycle through this node");
+      }
+    }
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(order.size());
+  for (int i : order) sorted.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(sorted);
+  g.relink();
+}
+
+namespace {
+
+bool inputs_known(const Graph& g, const Node& n) {
+  for (int in : n.inputs) {
+    if (in >= 0 && !g.tensors[in].shape) return false;
+  }
+  return true;
+}
+
+// When no rule decides: the file's declared shape, else input 0's, and say so.
+void fall_back(Graph& g, Node& n, const std::string& why) {
+  bool assumed = false;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    int out = n.outputs[k];
+    if (out < 0 || g.tensors[out].shape) continue;
+    Tensor& t = g.tensors[out];
+    if (t.declared) {
+      t.shape = t.declared;
+    } else if (!n.inputs.empty() && n.inputs[0] >= 0 && g.tensors[n.inputs[0]].shape) {
+      t.shape = g.tensors[n.inputs[0]].shape;
+      if (t.dtype == DType::Undefined) t.dtype = g.tensors[n.inputs[0]].dtype;
+      assumed = true;
+    } else {
+      t.shape = Shape{};
+      assumed = true;
+    }
+  }
+  std::string name = n.name.empty() ? n.op : n.name;
+  g.warn(why + (assumed ? " (assumed its outputs are shaped like its first input)" : " (used the shapes the file declares)"));
+  (void)name;
+}
+
+}  // namespace
+
+void infer_shapes(Graph& g) {
+  for (auto& n : g.nodes) {
+    if (n.dead) continue;
+    if (!n.info) n.info = find_op(n.domain, n.op);
+    std::string where = n.name.empty() ? n.op : n.name;
+    if (!n.info || !n.info->shape) {
+      fall_back(g, n, "unsupported op " + (n.domain.empty() ? "" : n.domain + "::") + n.op);
+      continue;
+    }
+    if (!inputs_known(g, n)) {
+      fall_back(g, n, "shape of an input of " + where + " is unknown");
+      continue;
+    }
+    try {
+      ShapeContext ctx(g, n);
+      n.info->shape(ctx);
+    } catch (const Error& e) {
+      throw e.in_file(g.file).at_node(where);
+    }
+    bool missing = false;
+    for (int out : n.outputs) missing |= out >= 0 && !g.tensors[out].shape;
+    if (missing) fall_back(g, n, n.op + " at " + where + " left an output shape undecided");
+  }
+}
+
+}  // namespace memest

@@ -1,0 +1,528 @@
+// The training-step simulator. Each mechanism it models is named where it acts:
+// autocast casts and its weight cache, what autograd saves (from the op tables),
+// gradient flow and accumulation, zero_grad(set_to_none), the foreach optimizers,
+// GradScaler, the cuBLAS workspace, and the previous iteration's out and loss.
+#include "estimator/simulate.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "estimator/error.h"
+#include "estimator/ops/registry.h"
+
+namespace memest {
+
+const char* category_key(Category c) {
+  static const char* const k[] = {"parameters", "buffers", "inputs", "gradients", "optimizer_state",
+                                  "activations", "temporaries", "autocast_cache", "workspace"};
+  return k[static_cast<size_t>(c)];
+}
+
+const char* category_title(Category c) {
+  static const char* const k[] = {"Parameters", "Buffers", "Inputs", "Gradients", "Optimizer state",
+                                  "Activations", "Temporaries", "Autocast cache", "Workspace"};
+  return k[static_cast<size_t>(c)];
+}
+
+const char* phase_name(Phase p) {
+  static const char* const k[] = {"setup", "zero_grad", "forward", "backward", "optimizer"};
+  return k[static_cast<size_t>(p)];
+}
+
+int64_t round_alloc(int64_t bytes, int64_t round) {
+  if (bytes <= 0) return 0;
+  if (bytes < round) return round;
+  return checked_mul((bytes + round - 1) / round, round);
+}
+
+namespace {
+
+// What a node's input looked like to the op: the tensor, or autocast's cast copy.
+struct EffectiveInput {
+  int tensor = -1;
+  int block = -1;
+  DType dtype = DType::Undefined;
+  bool cast = false;
+};
+
+class Builder {
+ public:
+  Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
+    const size_t nt = g.tensors.size(), nn = g.nodes.size();
+    block_of_.assign(nt, -1);
+    run_dtype_.assign(nt, DType::Undefined);
+    requires_grad_.assign(nt, false);
+    contiguous_.assign(nt, true);
+    grad_.assign(nt, -1);
+    cache_.assign(nt, -1);
+    numel_.resize(nt);
+    for (size_t t = 0; t < nt; ++t) {
+      const Tensor& ten = g.tensors[t];
+      run_dtype_[t] = ten.dtype;
+      numel_[t] = ten.shape ? product(*ten.shape) : Expr(0);
+    }
+    node_rg_.assign(nn, false);
+    eff_.resize(nn);
+    prog_.saved_by_node.resize(nn);
+    low_ = cfg.amp == Amp::BF16 ? DType::BF16 : DType::F16;
+  }
+
+  Program run() {
+    setup();
+    for (int it = 0; it < cfg_.iterations; ++it) {
+      iter_ = static_cast<uint8_t>(it);
+      phase_ = Phase::ZeroGrad;
+      for (auto& [param, block] : param_grads_) unref(block);
+      param_grads_.clear();
+      phase_ = Phase::Forward;
+      forward();
+      phase_ = Phase::Backward;
+      backward();
+      phase_ = Phase::Optimizer;
+      step();
+    }
+    return std::move(prog_);
+  }
+
+ private:
+  // ---- allocation bookkeeping -------------------------------------------------
+  int alloc(Expr bytes, Category c, int node) {
+    int b = static_cast<int>(prog_.blocks.size());
+    prog_.blocks.push_back({std::move(bytes), c, node});
+    refs_.push_back(1);
+    prog_.events.push_back({Event::Alloc, phase_, iter_, b});
+    return b;
+  }
+  void ref(int b) {
+    if (b >= 0) ++refs_[b];
+  }
+  void unref(int b) {
+    if (b < 0) return;
+    if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
+  }
+  Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
+  bool on_gpu(int t) const {
+    // Tensors whose contents are known are shape arithmetic: PyTorch does it on the host.
+    const Tensor& ten = g_.tensors[t];
+    return !ten.value && dtype_size(ten.dtype) > 0;
+  }
+
+  // ---- setup: model.cuda(), optimizer, x and y ----------------------------------
+  void setup() {
+    phase_ = Phase::Setup;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      const Tensor& ten = g_.tensors[t];
+      if (ten.kind == TensorKind::Parameter && !ten.consumers.empty()) {
+        block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Parameters, -1);
+        requires_grad_[t] = true;
+        params_.push_back(static_cast<int>(t));
+      } else if (ten.kind == TensorKind::Buffer && !ten.consumers.empty()) {
+        block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
+      } else if (ten.kind == TensorKind::Constant && on_gpu(t) && !ten.consumers.empty() && !ten.fvalue) {
+        block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
+      }
+    }
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      if (g_.tensors[t].kind == TensorKind::Input) block_of_[t] = alloc(bytes_of(t, g_.tensors[t].dtype), Category::Inputs, -1);
+    }
+  }
+
+  // ---- forward -----------------------------------------------------------------
+  DType widest_float(const std::vector<EffectiveInput>& in, DType fallback) const {
+    DType best = DType::Undefined;
+    for (const auto& e : in) {
+      if (e.tensor < 0 || !is_floating(e.dtype)) continue;
+      if (best == DType::Undefined || dtype_size(e.dtype) > dtype_size(best)) best = e.dtype;
+    }
+    return best == DType::Undefined ? fallback : best;
+  }
+
+  void forward() {
+    bool released_prev_out = false;
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      const Node& n = g_.nodes[k];
+      if (n.dead) continue;
+      if (!released_prev_out && n.domain == "memest" && n.module == "loss") {
+        // `out = model(x)` rebinds: the previous iteration's output goes now.
+        for (int b : prev_out_) unref(b);
+        prev_out_.clear();
+        released_prev_out = true;
+      }
+      forward_node(static_cast<int>(k));
+    }
+    if (!released_prev_out) {
+      for (int b : prev_out_) unref(b);
+      prev_out_.clear();
+    }
+    // Leaving the autocast region clears its cache; saved references keep what backward needs.
+    for (int& b : cache_) {
+      if (b >= 0) unref(b);
+      b = -1;
+    }
+    for (int b : prev_loss_) unref(b);
+    prev_loss_.clear();
+    prev_out_.swap(cur_out_);
+    prev_loss_.swap(cur_loss_);
+  }
+
+  void forward_node(int k) {
+    const Node& n = g_.nodes[k];
+    const OpInfo* info = n.info;
+    const bool amp = cfg_.amp != Amp::None;
+    const Autocast policy = info ? info->autocast : Autocast::Keep;
+
+    // Inputs as the op sees them: autocast may cast them first.
+    std::vector<EffectiveInput>& eff = eff_[k];
+    eff.assign(n.inputs.size(), {});
+    std::vector<int> temps;  // cast copies owned by this call
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int t = n.inputs[i];
+      if (t < 0) continue;
+      EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
+      if (amp && is_floating(e.dtype) && on_gpu(t)) {
+        DType want = DType::Undefined;
+        if (policy == Autocast::Lower && e.dtype != low_) want = low_;
+        if (policy == Autocast::Fp32 && e.dtype != DType::F32) want = DType::F32;
+        if (want != DType::Undefined) {
+          e.dtype = want;
+          e.cast = true;
+          if (g_.tensors[t].kind == TensorKind::Parameter) {
+            // Autocast caches the low-precision copy of a leaf weight until the region ends.
+            if (cache_[t] < 0) cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
+            e.block = cache_[t];
+          } else {
+            e.block = alloc(bytes_of(t, want), Category::Activations, k);
+            temps.push_back(e.block);
+          }
+        }
+      }
+      eff[i] = e;
+    }
+
+    // Does autograd record this node?
+    bool rg = false;
+    if (info && std::strlen(info->grads) > 0) {
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (n.inputs[i] >= 0 && requires_grad_[n.inputs[i]] && info->grad_of(i) != 'N') rg = true;
+      }
+    } else if (!info) {
+      for (int t : n.inputs) rg |= t >= 0 && requires_grad_[t];
+    }
+    node_rg_[k] = rg;
+
+    // The first matmul creates cuBLAS's workspace, which then stays.
+    if (!cublas_ && info && uses_cublas(*info)) {
+      cublas_ = true;
+      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+    }
+
+    // Outputs.
+    std::vector<int> out_blocks(n.outputs.size(), -1);
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      int o = n.outputs[j];
+      if (o < 0 || !on_gpu(o)) continue;
+      const Tensor& ot = g_.tensors[o];
+      DType d = ot.dtype;
+      if (is_floating(d)) {
+        switch (policy) {
+          case Autocast::Lower: d = amp ? low_ : d; break;
+          case Autocast::Fp32: d = amp ? DType::F32 : d; break;
+          case Autocast::Promote: d = widest_float(eff, d); break;
+          case Autocast::Keep: d = (!eff.empty() && eff[0].tensor >= 0 && is_floating(eff[0].dtype)) ? eff[0].dtype : d; break;
+          case Autocast::None: break;
+        }
+      }
+      run_dtype_[o] = d;
+      requires_grad_[o] = rg && is_floating(d);
+      const bool view = info && info->view && j == 0 && !eff.empty() && eff[0].block >= 0 &&
+                        !(needs_copy_for_view(n) && !contiguous_[eff[0].tensor]);
+      if (view) {
+        out_blocks[j] = eff[0].block;
+        ref(out_blocks[j]);
+        contiguous_[o] = n.op != "Transpose" || trivial_transpose(n);
+        if (n.op == "Expand" || n.op == "Slice" || n.op == "Gather") contiguous_[o] = contiguous_[eff[0].tensor];
+      } else if (j > 0 && ot.consumers.empty() && !ot.graph_output) {
+        continue;  // an optional output nobody reads (BatchNorm's running stats, Dropout's mask)
+      } else {
+        out_blocks[j] = alloc(bytes_of(o, d), Category::Activations, k);
+      }
+      block_of_[o] = out_blocks[j];
+      for (size_t c = 0; c < ot.consumers.size(); ++c) ref(out_blocks[j]);
+      if (ot.graph_output) {
+        ref(out_blocks[j]);
+        (n.module == "loss" && n.domain == "memest" ? cur_loss_ : cur_out_).push_back(out_blocks[j]);
+      }
+    }
+
+    // What autograd keeps for backward.
+    if (rg && info) {
+      auto& saved = saved_now_[k];
+      for (size_t i = 0; i < eff.size(); ++i) {
+        if (eff[i].tensor < 0 || eff[i].block < 0) continue;
+        bool keep = info->saves_input(i);
+        if (!keep && i < 32 && (info->saved_if_other >> i) & 1u) {
+          for (size_t j = 0; j < eff.size(); ++j) {
+            if (j != i && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') keep = true;
+          }
+        }
+        if (keep) {
+          ref(eff[i].block);
+          saved.push_back(eff[i].block);
+        }
+      }
+      for (size_t j = 0; j < out_blocks.size(); ++j) {
+        if (out_blocks[j] >= 0 && info->saves_output(j)) {
+          ref(out_blocks[j]);
+          saved.push_back(out_blocks[j]);
+        }
+      }
+      if (info->saved_extra) {
+        for (const SavedExtra& x : info->saved_extra(g_, n)) {
+          saved.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
+        }
+      }
+    }
+    if (info && info->fwd_workspace) {
+      int w = alloc(info->fwd_workspace(g_, n), Category::Workspace, k);
+      unref(w);
+    }
+
+    // Forward uses end: inputs, cast copies, and the outputs' creation references.
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] >= 0) unref(block_of_[n.inputs[i]]);
+    }
+    for (int b : temps) unref(b);
+    for (int b : out_blocks) unref(b);
+  }
+
+  static bool uses_cublas(const OpInfo& info) {
+    return std::strcmp(info.family, "matmul") == 0 || std::strcmp(info.op, "Linear") == 0;
+  }
+  static bool needs_copy_for_view(const Node& n) {
+    // reshape() of a non-contiguous tensor copies; the other views never do.
+    return n.op == "Reshape" || n.op == "Flatten";
+  }
+  static bool trivial_transpose(const Node& n) {
+    auto perm = n.attr_ints("perm");
+    for (size_t i = 0; i < perm.size(); ++i) {
+      if (perm[i] != static_cast<int64_t>(i)) return false;
+    }
+    return true;
+  }
+
+  // ---- backward ------------------------------------------------------------------
+  void accumulate(int t, int g) {
+    const Tensor& ten = g_.tensors[t];
+    if (ten.kind == TensorKind::Parameter) {
+      // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
+      auto it = std::find_if(param_grads_.begin(), param_grads_.end(), [&](auto& p) { return p.first == t; });
+      if (it == param_grads_.end()) {
+        param_grads_.push_back({t, g});
+      } else {
+        unref(g);
+      }
+      return;
+    }
+    if (grad_[t] < 0) {
+      grad_[t] = g;
+    } else if (refs_[grad_[t]] > 1) {
+      // The buffer aliases another gradient: the engine adds out of place.
+      int sum = alloc(bytes_of(t, run_dtype_[t]), Category::Temporaries, -1);
+      unref(grad_[t]);
+      unref(g);
+      grad_[t] = sum;
+    } else {
+      unref(g);  // added in place
+    }
+  }
+
+  void backward() {
+    // loss.backward() (or scaler.scale(loss).backward()) seeds a ones-like gradient.
+    int seed_t = -1;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      const Tensor& ten = g_.tensors[t];
+      if (ten.graph_output && ten.producer >= 0 && g_.nodes[ten.producer].module == "loss") seed_t = static_cast<int>(t);
+    }
+    if (seed_t >= 0 && requires_grad_[seed_t]) {
+      if (cfg_.amp == Amp::FP16) {
+        int scaled = alloc(Expr(4), Category::Temporaries, -1);  // loss * scale
+        grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
+        unref(scaled);
+      } else {
+        grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
+      }
+    }
+    for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
+      const Node& n = g_.nodes[k];
+      if (n.dead) continue;
+      if (!node_rg_[k]) {
+        release_saved(k);
+        continue;
+      }
+      bool have = false;
+      for (int o : n.outputs) have |= o >= 0 && grad_[o] >= 0;
+      if (have) backward_node(k);
+      release_saved(k);
+    }
+    for (size_t t = 0; t < grad_.size(); ++t) {
+      if (grad_[t] >= 0) unref(grad_[t]);
+      grad_[t] = -1;
+    }
+  }
+
+  void release_saved(int k) {
+    for (int b : saved_now_[k]) unref(b);
+    if (iter_ == 0) prog_.saved_by_node[k] = saved_now_[k];  // reported per layer
+    saved_now_[k].clear();
+  }
+
+  void backward_node(int k) {
+    const Node& n = g_.nodes[k];
+    const OpInfo* info = n.info;
+    const auto& eff = eff_[k];
+    const int out0 = n.outputs.empty() ? -1 : n.outputs[0];
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int t = n.inputs[i];
+      if (t < 0 || !requires_grad_[t]) continue;
+      char letter = info ? info->grad_of(i) : 'A';
+      if (letter == 'N') continue;
+      const bool param = g_.tensors[t].kind == TensorKind::Parameter;
+      const DType d = eff[i].dtype;
+      int gblock;
+      if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
+          *g_.tensors[t].shape == *g_.tensors[out0].shape && d == run_dtype_[out0]) {
+        gblock = grad_[out0];
+        ref(gblock);
+      } else {
+        gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
+      }
+      if (eff[i].cast) {
+        // ToCopyBackward: the gradient of autocast's copy is cast back.
+        int back = alloc(bytes_of(t, run_dtype_[t]), param ? Category::Gradients : Category::Temporaries, k);
+        unref(gblock);
+        gblock = back;
+      }
+      accumulate(t, gblock);
+    }
+    if (info && info->bwd_workspace) {
+      int w = alloc(info->bwd_workspace(g_, n), Category::Workspace, k);
+      unref(w);
+    }
+    for (int o : n.outputs) {
+      if (o >= 0 && grad_[o] >= 0) {
+        unref(grad_[o]);
+        grad_[o] = -1;
+      }
+    }
+  }
+
+  // ---- optimizer step ------------------------------------------------------------
+  void step() {
+    int found_inf = -1;
+    if (cfg_.amp == Amp::FP16) {
+      // GradScaler: _scale and _growth_tracker live from the first scale(); found_inf per step.
+      if (!scaler_) {
+        scaler_ = true;
+        alloc(Expr(4), Category::OptimizerState, -1);
+        alloc(Expr(4), Category::OptimizerState, -1);
+      }
+      found_inf = alloc(Expr(4), Category::Temporaries, -1);
+    }
+    const bool adam = cfg_.optim == Optim::Adam || cfg_.optim == Optim::AdamW;
+    if (iter_ == 0) {
+      for (auto& [p, gb] : param_grads_) {
+        (void)gb;
+        if (adam) {
+          alloc(bytes_of(p, run_dtype_[p]), Category::OptimizerState, -1);  // exp_avg
+          alloc(bytes_of(p, run_dtype_[p]), Category::OptimizerState, -1);  // exp_avg_sq
+        } else if (cfg_.momentum != 0) {
+          alloc(bytes_of(p, run_dtype_[p]), Category::OptimizerState, -1);  // momentum_buffer = clone(grad)
+        }
+      }
+    }
+    if (adam && cfg_.foreach) {
+      // _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), one per parameter.
+      std::vector<int> tmp;
+      for (auto& [p, gb] : param_grads_) {
+        (void)gb;
+        tmp.push_back(alloc(bytes_of(p, run_dtype_[p]), Category::Temporaries, -1));
+      }
+      for (int b : tmp) unref(b);
+    }
+    if (found_inf >= 0) unref(found_inf);
+  }
+
+  const Graph& g_;
+  const TrainConfig& cfg_;
+  Program prog_;
+  Phase phase_ = Phase::Setup;
+  uint8_t iter_ = 0;
+  DType low_;
+  std::vector<int> refs_;
+  std::vector<int> block_of_;
+  std::vector<DType> run_dtype_;
+  std::vector<bool> requires_grad_, contiguous_, node_rg_;
+  std::vector<int> grad_, cache_;
+  std::vector<Expr> numel_;
+  std::vector<std::vector<EffectiveInput>> eff_;
+  std::vector<int> params_;
+  std::vector<std::pair<int, int>> param_grads_;
+  std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
+  std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
+  bool cublas_ = false, scaler_ = false;
+};
+
+}  // namespace
+
+Program build_program(const Graph& g, const TrainConfig& cfg) {
+  TrainConfig c = cfg;
+  if (!c.target) c.target = &find_target("");
+  Builder b(g, c);
+  return b.run();
+}
+
+std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round) {
+  std::vector<int64_t> out(p.blocks.size());
+  for (size_t i = 0; i < p.blocks.size(); ++i) out[i] = round_alloc(p.blocks[i].bytes.eval(b), round);
+  return out;
+}
+
+PeakResult evaluate(const Program& p, const Bindings& b, int64_t round) {
+  const std::vector<int64_t> size = block_sizes(p, b, round);
+  PeakResult r;
+  std::array<int64_t, kCategoryCount> live{};
+  int64_t total = 0;
+  PhasePeak cur{0, Phase::Setup, 0, 0};
+  for (size_t e = 0; e < p.events.size(); ++e) {
+    const Event& ev = p.events[e];
+    if (ev.iter != cur.iter || ev.phase != cur.phase) {
+      cur.end = total;
+      r.phases.push_back(cur);
+      cur = {ev.iter, ev.phase, total, total};
+    }
+    const Block& blk = p.blocks[ev.block];
+    const int64_t s = size[ev.block];
+    const size_t c = static_cast<size_t>(blk.category);
+    if (ev.kind == Event::Alloc) {
+      total = checked_add(total, s);
+      live[c] += s;
+      if (total > r.peak_bytes) {
+        r.peak_bytes = total;
+        r.phase = ev.phase;
+        r.iter = ev.iter;
+        r.node = blk.node;
+        r.event = e;
+        r.components = live;
+      }
+      cur.peak = std::max(cur.peak, total);
+    } else {
+      total -= s;
+      live[c] -= s;
+    }
+  }
+  cur.end = total;
+  r.phases.push_back(cur);
+  return r;
+}
+
+}  // namespace memest

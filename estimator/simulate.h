@@ -1,0 +1,98 @@
+// The training-step simulator: replays three iterations of protocol.md's loop
+// (zero_grad, forward + loss under autocast, backward, optimizer step) over the IR
+// as a sequence of allocations and frees. The sequence is built once, with sizes
+// as symbolic expressions, and evaluated for any batch without re-analysis.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/ir.h"
+#include "estimator/target.h"
+
+namespace memest {
+
+/// Memory categories. Column titles and JSON keys live in category_key/title only.
+enum class Category : uint8_t {
+  Parameters, Buffers, Inputs, Gradients, OptimizerState, Activations, Temporaries, AutocastCache, Workspace,
+};
+constexpr size_t kCategoryCount = 9;
+const char* category_key(Category c);    ///< "optimizer_state"
+const char* category_title(Category c);  ///< "Optimizer state"
+
+enum class Phase : uint8_t { Setup, ZeroGrad, Forward, Backward, Optimizer };
+const char* phase_name(Phase p);  ///< "forward"
+
+enum class Optim : uint8_t { SGD, Adam, AdamW };
+enum class Amp : uint8_t { None, FP16, BF16 };
+enum class Loss : uint8_t { CE, MSE, Sum };
+enum class Attention : uint8_t { Fused, Eager };
+enum class Checkpoint : uint8_t { None, Blocks, Sqrt };
+
+/// One training configuration (protocol.md's loop).
+struct TrainConfig {
+  Optim optim = Optim::SGD;
+  double momentum = 0;
+  Amp amp = Amp::None;
+  Loss loss = Loss::CE;
+  Attention attention = Attention::Fused;
+  int iterations = 3;
+  bool foreach = true;  ///< torch's default multi-tensor optimizer (false: fused, no temporaries)
+  const Target* target = nullptr;
+};
+
+/// One allocation; its size is symbolic until evaluated.
+struct Block {
+  Expr bytes;
+  Category category;
+  int node;  ///< node that allocated it (-1: setup/optimizer)
+};
+
+struct Event {
+  enum Kind : uint8_t { Alloc, Free } kind;
+  Phase phase;
+  uint8_t iter;
+  int block;
+};
+
+/// The symbolic allocation sequence of a training step.
+struct Program {
+  std::vector<Block> blocks;
+  std::vector<Event> events;
+  std::vector<std::vector<int>> saved_by_node;  ///< blocks each node keeps for backward
+  std::vector<std::string> notes;               ///< assumptions made while building
+};
+
+/// Builds the program for a graph that already has its loss appended (see loss.h).
+Program build_program(const Graph& g, const TrainConfig& cfg);
+
+struct PhasePeak {
+  int iter;
+  Phase phase;
+  int64_t peak;
+  int64_t end;  ///< allocated bytes when the phase ends
+};
+
+/// The evaluated peak and what was alive then.
+struct PeakResult {
+  int64_t peak_bytes = 0;
+  Phase phase = Phase::Setup;
+  int iter = 0;
+  int node = -1;                ///< node being processed at the peak (-1: none)
+  size_t event = 0;             ///< index of the event that reached the peak
+  std::array<int64_t, kCategoryCount> components{};  ///< sums exactly to peak_bytes
+  std::vector<PhasePeak> phases;
+};
+
+/// Caching-allocator rounding of one request (512-byte blocks).
+int64_t round_alloc(int64_t bytes, int64_t round = 512);
+
+/// Evaluates a program for concrete dims. Throws Error on overflow or unbound dims.
+PeakResult evaluate(const Program& p, const Bindings& b, int64_t round = 512);
+
+/// Evaluated sizes of every block (rounded), for the allocator model and timelines.
+std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round = 512);
+
+}  // namespace memest

@@ -1,0 +1,37 @@
+// Target profiles. The default is the machine validate/ measures.
+#include "estimator/target.h"
+
+#include "estimator/error.h"
+
+namespace memest {
+namespace {
+
+const Target kTargets[] = {
+    {
+        "h200-torch2.11",
+        "NVIDIA H200, torch 2.11 + CUDA 13.0, cuDNN 9.19 (validate/results/h200-torch2.11.jsonl)",
+        // 32 MiB: ../shared/spec/anchors.md; torch's default CUBLAS_WORKSPACE_CONFIG on sm90 (4096 KiB x 8).
+        32ll << 20,
+        1,
+        512,
+        true,
+    },
+};
+
+}  // namespace
+
+const Target& find_target(const std::string& name) {
+  if (name.empty()) return kTargets[0];
+  for (const auto& t : kTargets) {
+    if (t.name == name) return t;
+  }
+  throw Error("unknown --target '" + name + "' (known: h200-torch2.11)");
+}
+
+std::vector<const Target*> all_targets() {
+  std::vector<const Target*> out;
+  for (const auto& t : kTargets) out.push_back(&t);
+  return out;
+}
+
+}  // namespace memest

@@ -1,0 +1,25 @@
+// Target profiles: constants that depend on the GPU and the torch version, each
+// documented with where it was measured.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memest {
+
+struct Target {
+  std::string name;                 ///< "h200-torch2.11"
+  std::string description;
+  int64_t cublas_workspace = 0;     ///< bytes, allocated through the caching allocator at the first matmul
+  int cublas_backward_handles = 0;  ///< extra workspaces when backward runs on autograd's own thread
+  int64_t alloc_round = 512;        ///< caching allocator's minimum block and rounding
+  bool fused_attention = true;      ///< SDPA pattern runs as flash / memory-efficient attention
+};
+
+/// The profile named `name` ("" for the default); throws Error for unknown names.
+const Target& find_target(const std::string& name);
+/// All known profiles, for --help and `memest targets`.
+std::vector<const Target*> all_targets();
+
+}  // namespace memest
