@@ -409,6 +409,19 @@ Graph read_onnx_bytes(const std::string& bytes, const std::string& file) {
   }
   Lowering(g, model).run();
   classify_initializers(g);
+  // The TorchScript helper knows exactly which initializers are buffers and says so.
+  for (const auto& p : model.metadata_props()) {
+    if (p.key() != "memest.buffers") continue;
+    size_t start = 0;
+    while (start < p.value().size()) {
+      size_t comma = p.value().find(',', start);
+      std::string name = p.value().substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      int id = g.find_tensor(name);
+      if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
   return g;
 }
 

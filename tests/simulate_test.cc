@@ -1,0 +1,109 @@
+// Simulator tests: tiny graphs whose byte timeline is derived by hand below.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "estimator/analysis.h"
+#include "frontends/text_reader.h"
+
+using namespace memest;
+
+namespace {
+
+const char* kMlp = R"(
+opset 17
+input x float32 batch,64
+param fc1.weight float32 128,64
+param fc1.bias float32 128
+param fc2.weight float32 10,128
+param fc2.bias float32 10
+node memest::Linear x fc1.weight fc1.bias -> h @fc1
+node Relu h -> r @act
+node memest::Linear r fc2.weight fc2.bias -> out @fc2
+output out
+)";
+
+Analysis analyze_text(const char* text, TrainConfig cfg) {
+  AnalysisOptions o;
+  o.train = cfg;
+  return analyze(read_text_graph(text), o);
+}
+
+int64_t sum(const std::array<int64_t, kCategoryCount>& c) { return std::accumulate(c.begin(), c.end(), int64_t{0}); }
+int64_t comp(const PeakResult& p, Category c) { return p.components[static_cast<size_t>(c)]; }
+
+}  // namespace
+
+TEST_CASE("Linear-ReLU-Linear with Adam: the peak is the optimizer step, term by term") {
+  TrainConfig cfg;
+  cfg.optim = Optim::Adam;
+  Analysis a = analyze_text(kMlp, cfg);
+  Estimate e = estimate(a, 32);
+  // Every allocation rounds up to 512 bytes.
+  const int64_t P = 32768 + 512 + 5120 + 512;  // fc1.weight 128x64, fc1.bias, fc2.weight 10x128, fc2.bias (40 B -> 512)
+  const int64_t I = 32 * 64 * 4 + 512;         // x, and y: int64 [32] (256 B -> 512)
+  const int64_t W = 32ll << 20;                // cuBLAS workspace, created by the first Linear
+  const int64_t out = 1536;                    // [32, 10] float32 = 1280 B, kept by `out` across iterations
+  const int64_t loss = 512;                    // the loss scalar, kept by `loss`
+  const int64_t G = P;                         // .grad of each parameter, fp32
+  const int64_t S = 2 * P;                     // exp_avg and exp_avg_sq
+  const int64_t T = P;                         // _foreach_sqrt(exp_avg_sq): one temporary per parameter
+  CHECK(e.peak.peak_bytes == P + I + W + out + loss + G + S + T);
+  CHECK(e.peak.phase == Phase::Optimizer);
+  CHECK(e.peak.iter == 0);
+  CHECK(comp(e.peak, Category::Parameters) == P);
+  CHECK(comp(e.peak, Category::Inputs) == I);
+  CHECK(comp(e.peak, Category::Workspace) == W);
+  CHECK(comp(e.peak, Category::Activations) == out + loss);
+  CHECK(comp(e.peak, Category::Gradients) == G);
+  CHECK(comp(e.peak, Category::OptimizerState) == S);
+  CHECK(comp(e.peak, Category::Temporaries) == T);
+  CHECK(sum(e.peak.components) == e.peak.peak_bytes);
+  CHECK(a.accounting.parameter_bytes == (128 * 64 + 128 + 10 * 128 + 10) * 4);
+  CHECK(a.accounting.parameter_count == 128 * 64 + 128 + 10 * 128 + 10);
+}
+
+TEST_CASE("Linear-ReLU-Linear with plain SGD at a large batch: the peak is in backward") {
+  TrainConfig cfg;
+  Analysis a = analyze_text(kMlp, cfg);
+  const int64_t B = 4096;
+  Estimate e = estimate(a, B);
+  const int64_t P = 32768 + 512 + 5120 + 512;
+  const int64_t I = B * 64 * 4 + B * 8;
+  const int64_t W = 32ll << 20;
+  const int64_t act = B * 128 * 4;           // h, r, and their gradients are each [B, 128] float32
+  const int64_t out = B * 10 * 4;            // out, log_softmax's result, and gradients of each
+  // Iteration 1, in relu's backward: r is still saved, grad r (from fc2) and the new
+  // grad h are alive, beside out and loss (held by the loop's variables) and fc2's
+  // parameter gradients; log_softmax's result and its gradient are already gone:
+  //   P + I + W + out + loss + r + grad_r + grad_h + grad fc2.weight + grad fc2.bias
+  const int64_t expected = P + I + W + out + 512 + act + act + act + 5120 + 512;
+  CHECK(e.peak.peak_bytes == expected);
+  CHECK(e.peak.phase == Phase::Backward);
+  CHECK(sum(e.peak.components) == e.peak.peak_bytes);
+}
+
+TEST_CASE("fp16 autocast keeps half-precision weight copies and casts gradients back") {
+  TrainConfig cfg;
+  cfg.amp = Amp::FP16;
+  Analysis a = analyze_text(kMlp, cfg);
+  Estimate e = estimate(a, 32);
+  CHECK(sum(e.peak.components) == e.peak.peak_bytes);
+  // fc1's weight cache is not saved (its input x needs no gradient), fc2's is.
+  Estimate big = estimate(a, 1 << 16);
+  CHECK(big.peak.peak_bytes > e.peak.peak_bytes);
+}
+
+TEST_CASE("an evaluated program answers any batch without re-analysis and grows with it") {
+  TrainConfig cfg;
+  cfg.optim = Optim::SGD;
+  cfg.momentum = 0.9;
+  Analysis a = analyze_text(kMlp, cfg);
+  int64_t prev = 0;
+  for (int64_t b : {1, 8, 64, 512, 4096}) {
+    Estimate e = estimate(a, b);
+    CHECK(e.peak.peak_bytes > prev);
+    CHECK(e.reserved_bytes >= e.peak.peak_bytes);
+    prev = e.peak.peak_bytes;
+  }
+}
