@@ -1,0 +1,67 @@
+// Activations: pointwise nonlinearities and the softmax family. Shapes follow
+// the input; what backward keeps follows derivatives.yaml (result or input).
+#include "estimator/ops/registry.h"
+#include "estimator/ops/shape_util.h"
+
+namespace memest {
+namespace {
+
+void same(ShapeContext& ctx) { ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0)); }
+
+// The slope broadcasts to the input (unidirectionally), so the output is the input's shape.
+void prelu(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  if (broadcast(ctx, x, ctx.in_shape(1)) != x) {
+    ctx.fail("slope " + shape_str(ctx.in_shape(1)) + " does not broadcast to " + shape_str(x));
+  }
+  same(ctx);
+}
+
+// The reduction axis only has to exist; opset < 13's flattening does not change the shape.
+void softmax(ShapeContext& ctx) {
+  const int64_t dflt = ctx.opset() < 13 ? 1 : -1;
+  if (ctx.rank(0) > 0) norm_axis(ctx, ctx.attr_int("axis", dflt), ctx.rank(0));
+  same(ctx);
+}
+
+constexpr const char* kFamily = "activation";
+
+const OpInfo kOps[] = {
+    {.op = "Relu", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A",
+     .note = "threshold_backward reads the result"},
+    {.op = "LeakyRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "PRelu", .family = kFamily, .shape = prelu, .autocast = Autocast::Lower, .saved_inputs = bits({0, 1}),
+     .grads = "AA", .note = "keeps input and slope; on autocast's lower-precision list"},
+    {.op = "Elu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Selu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+     .note = "runs as elu with scale"},
+    {.op = "Celu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+     .note = "runs as elu with input_scale"},
+    {.op = "Sigmoid", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A",
+     .note = "backward reads the result"},
+    {.op = "HardSigmoid", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "HardSwish", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Tanh", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A",
+     .note = "backward reads the result"},
+    {.op = "Softplus", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
+     .grads = "A"},
+    {.op = "Softsign", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+     .note = "x / (1 + |x|) in torch; approximated as keeping the input"},
+    {.op = "Gelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Mish", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "ThresholdedRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+     .note = "threshold(); backward masks by the input"},
+    {.op = "Shrink", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
+    {.op = "Softmax", .family = kFamily, .shape = softmax, .autocast = Autocast::Fp32, .saved_outputs = bits({0}),
+     .grads = "A", .note = "backward reads the result; autocast runs it in fp32"},
+    {.op = "LogSoftmax", .family = kFamily, .shape = softmax, .autocast = Autocast::Fp32,
+     .saved_outputs = bits({0}), .grads = "A", .note = "backward reads the result; autocast runs it in fp32"},
+    {.op = "Hardmax", .family = kFamily, .shape = softmax, .autocast = Autocast::None,
+     .note = "one-hot of the argmax: no gradient"},
+};
+
+}  // namespace
+
+OpTable activation_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
+
+}  // namespace memest

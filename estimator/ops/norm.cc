@@ -1,0 +1,172 @@
+// Normalisations and Dropout: shapes follow the input; the interesting part is
+// the statistics and masks autograd keeps, which live in saved_extra.
+#include "estimator/ops/registry.h"
+#include "estimator/ops/shape_util.h"
+
+namespace memest {
+namespace {
+
+void same(ShapeContext& ctx) { ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0)); }
+
+void check_channels(const ShapeContext& ctx) {
+  if (ctx.rank(0) < 2) ctx.fail("input " + shape_str(ctx.in_shape(0)) + " has no channel axis");
+}
+
+// Outputs beyond Y are per-channel statistics: running mean/var (training_mode=1,
+// opset 14+) or mean, var, saved mean, saved var (opsets 7-13).
+void batch_norm(ShapeContext& ctx) {
+  check_channels(ctx);
+  same(ctx);
+  const Expr& c = ctx.in_shape(0)[1];
+  const DType stats = ctx.has_input(3) ? ctx.in_dtype(3) : ctx.in_dtype(0);
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) ctx.set_output(i, stats, {c});
+}
+
+int64_t layer_norm_axis(const ShapeContext& ctx) { return norm_axis(ctx, ctx.attr_int("axis", -1), ctx.rank(0)); }
+
+// Mean and InvStdDev keep the leading axes and put 1 in each normalised one.
+void layer_norm(ShapeContext& ctx) {
+  same(ctx);
+  const int64_t axis = layer_norm_axis(ctx);
+  Shape stats = ctx.in_shape(0);
+  for (size_t i = static_cast<size_t>(axis); i < stats.size(); ++i) stats[i] = Expr(1);
+  const DType stash = dtype_from_onnx(static_cast<int>(ctx.attr_int("stash_type", 1)));
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) ctx.set_output(i, stash, stats);
+}
+
+void group_norm(ShapeContext& ctx) {
+  check_channels(ctx);
+  const int64_t groups = ctx.attr_int("num_groups", 0);
+  if (groups <= 0) ctx.fail("num_groups must be positive");
+  auto c = ctx.in_shape(0)[1].as_const();
+  if (c && *c % groups != 0) ctx.fail(std::to_string(*c) + " channels do not split into " + std::to_string(groups) + " groups");
+  same(ctx);
+}
+
+void lp_norm(ShapeContext& ctx) {
+  if (ctx.rank(0) > 0) norm_axis(ctx, ctx.attr_int("axis", -1), ctx.rank(0));
+  same(ctx);
+}
+
+void dropout(ShapeContext& ctx) {
+  same(ctx);
+  ctx.set_output(1, DType::Bool, ctx.in_shape(0));
+}
+
+// ---- What backward keeps ---------------------------------------------------------
+
+SavedExtra stat(Expr numel, const char* what) { return {std::move(numel), DType::F32, what}; }
+
+// cudnn/native batch_norm in training keeps save_mean and save_invstd, fp32, per channel.
+std::vector<SavedExtra> batch_norm_stats(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x || x->size() < 2) return {};
+  return {stat((*x)[1], "batch-norm save_mean"), stat((*x)[1], "batch-norm save_invstd")};
+}
+
+// native_layer_norm keeps mean and rstd, fp32, one per normalised row.
+std::vector<SavedExtra> layer_norm_stats(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x || x->empty()) return {};
+  int64_t axis = n.attr_int("axis", -1);
+  if (axis < 0) axis += static_cast<int64_t>(x->size());
+  if (axis < 0 || axis > static_cast<int64_t>(x->size())) return {};
+  const Expr rows = product(Shape(x->begin(), x->begin() + axis));
+  return {stat(rows, "layer-norm mean"), stat(rows, "layer-norm rstd")};
+}
+
+// instance_norm runs batch_norm over a [1, N*C, ...] view: statistics per (n, c).
+std::vector<SavedExtra> instance_norm_stats(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x || x->size() < 2) return {};
+  const Expr nc = (*x)[0] * (*x)[1];
+  return {stat(nc, "instance-norm save_mean"), stat(nc, "instance-norm save_invstd")};
+}
+
+// native_group_norm keeps mean and rstd per (n, group).
+std::vector<SavedExtra> group_norm_stats(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x || x->empty()) return {};
+  const Expr ng = (*x)[0] * Expr(n.attr_int("num_groups", 1));
+  return {stat(ng, "group-norm mean"), stat(ng, "group-norm rstd")};
+}
+
+// rms_norm keeps rstd per normalised row.
+std::vector<SavedExtra> rms_norm_stats(const Graph& g, const Node& n) {
+  auto stats = layer_norm_stats(g, n);
+  if (stats.empty()) return {};
+  return {stat(stats[0].numel, "rms-norm rstd")};
+}
+
+// F.normalize divides by norm(x).clamp_min(eps): the norm and its clamped copy
+// stay, one value per vector along the axis.
+std::vector<SavedExtra> lp_norm_stats(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x || x->empty()) return {};
+  int64_t axis = n.attr_int("axis", -1);
+  if (axis < 0) axis += static_cast<int64_t>(x->size());
+  if (axis < 0 || axis >= static_cast<int64_t>(x->size())) return {};
+  auto rows = product(*x).div_exact((*x)[axis]);
+  if (!rows) return {};
+  return {stat(*rows, "norm"), stat(*rows, "clamped norm")};
+}
+
+// Whether the Dropout drops anything in the simulated training step. The ratio is
+// an attribute before opset 12 and input 1 after; input 2 says training_mode.
+// When neither is known, a mask output means the graph was exported in training mode.
+bool dropout_active(const Graph& g, const Node& n) {
+  std::optional<double> ratio;
+  if (g.opset < 12) {
+    ratio = n.attr_float("ratio", 0.5);
+  } else if (!n.has_input(1)) {
+    ratio = 0.5;
+  } else if (const auto& f = g.tensors[n.inputs[1]].fvalue; f && f->size() == 1) {
+    ratio = (*f)[0];
+  }
+  if (ratio && *ratio <= 0) return false;
+  if (n.has_input(2)) {
+    const Tensor& t = g.tensors[n.inputs[2]];
+    if (t.value && t.value->size() == 1 && (*t.value)[0].is_const()) return !(*t.value)[0].is_zero();
+    if (t.fvalue && t.fvalue->size() == 1) return (*t.fvalue)[0] != 0;
+  }
+  return n.outputs.size() > 1 && n.outputs[1] >= 0;
+}
+
+// native_dropout keeps a bool mask of the input's size.
+std::vector<SavedExtra> dropout_mask(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x || !dropout_active(g, n)) return {};
+  return {{product(*x), DType::Bool, "dropout mask"}};
+}
+
+constexpr const char* kFamily = "norm";
+
+const OpInfo kOps[] = {
+    {.op = "BatchNormalization", .family = kFamily, .shape = batch_norm, .saved_inputs = bits({0, 1}),
+     .saved_extra = batch_norm_stats, .grads = "AAANN",
+     .note = "training batch_norm: keeps input, weight and fp32 mean/invstd per channel"},
+    {.op = "LayerNormalization", .family = kFamily, .shape = layer_norm, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0, 1}), .saved_extra = layer_norm_stats, .grads = "AAA",
+     .note = "keeps input, weight and fp32 mean/rstd per row; autocast runs it in fp32"},
+    {.op = "InstanceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0, 1}),
+     .saved_extra = instance_norm_stats, .grads = "AAA",
+     .note = "batch_norm over N*C channels: keeps input and fp32 stats per (n, c)"},
+    {.op = "GroupNormalization", .family = kFamily, .shape = group_norm, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA",
+     .note = "keeps input, weight and fp32 mean/rstd per (n, group)"},
+    {.op = "RMSNormalization", .family = kFamily, .shape = layer_norm, .saved_inputs = bits({0, 1}),
+     .saved_extra = rms_norm_stats, .grads = "AA", .note = "keeps input, weight and rstd per row (opset 23)"},
+    {.op = "LpNormalization", .family = kFamily, .shape = lp_norm, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0}), .saved_extra = lp_norm_stats, .grads = "A",
+     .note = "F.normalize: keeps input and the per-vector norms"},
+    {.op = "MeanVarianceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}),
+     .grads = "A", .note = "decomposed in torch; approximated as keeping the input"},
+    {.op = "Dropout", .family = kFamily, .shape = dropout, .saved_extra = dropout_mask, .grads = "ANN",
+     .note = "keeps a bool mask of the input's size when training with ratio > 0"},
+};
+
+}  // namespace
+
+OpTable norm_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
+
+}  // namespace memest

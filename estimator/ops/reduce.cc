@@ -1,0 +1,134 @@
+// Reductions (ReduceSum, ReduceMean, ...), ArgMax/ArgMin, TopK and CumSum.
+#include <algorithm>
+
+#include "estimator/ops/registry.h"
+#include "estimator/ops/shape_util.h"
+
+namespace memest {
+namespace {
+
+using Combine = Expr (*)(const Expr&, const Expr&);
+Expr add(const Expr& a, const Expr& b) { return a + b; }
+Expr mul(const Expr& a, const Expr& b) { return a * b; }
+
+// The reduced axes: the attribute in early opsets, input 1 later (ReduceSum moved
+// at 13, the others at 18); whichever the node has. An empty list means every
+// axis, unless noop_with_empty_axes makes the op an identity. nullopt: input 1
+// exists but its contents are not known.
+std::optional<std::vector<int64_t>> reduce_axes(const ShapeContext& ctx) {
+  if (ctx.has_attr("axes")) return ctx.attr_ints("axes");
+  if (ctx.has_input(1)) return const_ints(ctx, 1);
+  return std::vector<int64_t>{};
+}
+
+// The output shape of reducing `axes` (all when empty), keeping them as 1s or dropping them.
+Shape reduced(const ShapeContext& ctx, const Shape& x, std::vector<int64_t> axes, bool keepdims) {
+  if (axes.empty()) {
+    for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  axes = norm_axes(ctx, axes, x.size());
+  Shape out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    bool r = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (!r) {
+      out.push_back(x[i]);
+    } else if (keepdims) {
+      out.push_back(Expr(1));
+    }
+  }
+  return out;
+}
+
+template <Combine F>
+void reduce(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  auto axes = reduce_axes(ctx);
+  if (!axes) return;
+  const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
+  if (axes->empty() && ctx.attr_int("noop_with_empty_axes", 0) != 0) {
+    ctx.set_output(0, ctx.in_dtype(0), x);
+    if (const auto* v = ctx.in_value(0)) ctx.set_value(0, *v);
+    return;
+  }
+  Shape out = reduced(ctx, x, *axes, keepdims);
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  // Folds the product or sum of a shape vector (ReduceProd(Shape(x)) is numel).
+  const auto* v = ctx.in_value(0);
+  if constexpr (F != nullptr) {
+    if (v && x.size() <= 1 && !v->empty()) {
+      Expr acc = (*v)[0];
+      for (size_t i = 1; i < v->size(); ++i) acc = F(acc, (*v)[i]);
+      ctx.set_value(0, {acc});
+    }
+  }
+}
+
+void arg_reduce(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  if (x.empty()) ctx.fail("input must have rank >= 1");
+  const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", 0), x.size());
+  ctx.set_output(0, DType::I64, reduced(ctx, x, {axis}, ctx.attr_int("keepdims", 1) != 0));
+}
+
+// k is an attribute before opset 10 and input 1 after; it may be symbolic.
+void topk(ShapeContext& ctx) {
+  Shape out = ctx.in_shape(0);
+  if (out.empty()) ctx.fail("input must have rank >= 1");
+  const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", -1), out.size());
+  Expr k;
+  if (ctx.has_attr("k")) {
+    k = Expr(ctx.attr_int("k", 0));
+  } else {
+    const auto* v = ctx.in_value(1);
+    if (!v || v->size() != 1) return;
+    k = (*v)[0];
+  }
+  auto kc = k.as_const(), dc = out[axis].as_const();
+  if (kc && (*kc < 0 || (dc && *kc > *dc))) {
+    ctx.fail("k = " + std::to_string(*kc) + " is out of range for axis of size " + out[axis].str());
+  }
+  out[axis] = k;
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  ctx.set_output(1, DType::I64, out);
+}
+
+void same(ShapeContext& ctx) { ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0)); }
+
+constexpr const char* kFamily = "reduce";
+
+// Autocast: sum, prod, norms, logsumexp and cumsum are on the fp32 lists (sum and
+// prod as fp32_set_opt_dtype); mean, amax and amin keep their input's dtype.
+const OpInfo kOps[] = {
+    {.op = "ReduceSum", .family = kFamily, .shape = reduce<add>, .autocast = Autocast::Fp32, .grads = "VN",
+     .note = "backward expands the gradient (a view)"},
+    {.op = "ReduceMean", .family = kFamily, .shape = reduce<nullptr>, .grads = "AN",
+     .note = "backward expands and divides (allocates)"},
+    {.op = "ReduceMax", .family = kFamily, .shape = reduce<nullptr>, .saved_inputs = bits({0}),
+     .saved_outputs = bits({0}), .grads = "AN", .note = "amax: keeps input and result to find the maxima"},
+    {.op = "ReduceMin", .family = kFamily, .shape = reduce<nullptr>, .saved_inputs = bits({0}),
+     .saved_outputs = bits({0}), .grads = "AN", .note = "amin: keeps input and result to find the minima"},
+    {.op = "ReduceProd", .family = kFamily, .shape = reduce<mul>, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN"},
+    {.op = "ReduceL1", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .note = "linalg_vector_norm(ord=1)"},
+    {.op = "ReduceL2", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .note = "linalg_vector_norm(ord=2)"},
+    {.op = "ReduceLogSum", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
+     .saved_outputs = bits({0}), .grads = "AN", .note = "log(sum): log keeps the (output-sized) sum"},
+    {.op = "ReduceLogSumExp", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN"},
+    {.op = "ReduceSumSquare", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0}), .grads = "AN", .note = "x*x then sum: the product keeps its input"},
+    {.op = "ArgMax", .family = kFamily, .shape = arg_reduce, .autocast = Autocast::None},
+    {.op = "ArgMin", .family = kFamily, .shape = arg_reduce, .autocast = Autocast::None},
+    {.op = "TopK", .family = kFamily, .shape = topk, .saved_outputs = bits({1}), .grads = "AN",
+     .note = "keeps the int64 indices to scatter the gradient back"},
+    {.op = "CumSum", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .grads = "AN",
+     .note = "backward is a reversed cumsum (allocates)"},
+};
+
+}  // namespace
+
+OpTable reduce_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
+
+}  // namespace memest

@@ -1,0 +1,70 @@
+// Recurrent layers (LSTM, GRU, RNN), one layer per ONNX node, run by cuDNN in
+// PyTorch. Besides its inputs and Y, cuDNN keeps a training reserve space.
+#include "estimator/ops/registry.h"
+#include "estimator/ops/shape_util.h"
+
+namespace memest {
+namespace {
+
+// X is [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1).
+// Y is [seq, dirs, batch, hidden] or [batch, seq, dirs, hidden]; Y_h and Y_c
+// are [dirs, batch, hidden] or [batch, dirs, hidden].
+void recurrent(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  if (x.size() != 3) ctx.fail("X must be [seq, batch, input], got " + shape_str(x));
+  const std::string dir = ctx.attr_string("direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") ctx.fail("unknown direction '" + dir + "'");
+  const Expr dirs(dir == "bidirectional" ? 2 : 1);
+  Expr hidden;
+  if (ctx.has_attr("hidden_size")) {
+    hidden = Expr(ctx.attr_int("hidden_size", 0));
+  } else {
+    const Shape& r = ctx.in_shape(2);  // R: [dirs, gates*hidden, hidden]
+    if (r.size() != 3) ctx.fail("R must be [dirs, gates*hidden, hidden], got " + shape_str(r));
+    hidden = r[2];
+  }
+  const bool batch_first = ctx.attr_int("layout", 0) != 0;
+  const Expr& seq = x[batch_first ? 1 : 0];
+  const Expr& batch = x[batch_first ? 0 : 1];
+  const DType t = ctx.in_dtype(0);
+  ctx.set_output(0, t, batch_first ? Shape{batch, seq, dirs, hidden} : Shape{seq, dirs, batch, hidden});
+  const Shape state = batch_first ? Shape{batch, dirs, hidden} : Shape{dirs, batch, hidden};
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) ctx.set_output(i, t, state);
+}
+
+// cuDNN's training reserve (cudnnGetRNNTrainingReserveSize) holds what backward
+// needs per layer, direction and step. memest estimates it as PerStep hidden-sized
+// vectors per (step, batch, direction) in the input's dtype: the gate activations
+// plus the states (LSTM: 4 gates + cell + hidden = 6; GRU: 3 gates + the
+// recurrent candidate term + hidden = 5; RNN: pre-activation + hidden = 2).
+// An estimate from the algorithm's intermediates, to be calibrated against
+// measured reserve sizes.
+template <int64_t PerStep>
+std::vector<SavedExtra> cudnn_reserve(const Graph& g, const Node& n) {
+  const Shape* y = output_shape(g, n, 0);
+  if (!y || n.outputs.empty()) return {};
+  return {{product(*y) * Expr(PerStep), g.tensors[n.outputs[0]].dtype, "cuDNN RNN reserve (estimate)"}};
+}
+
+constexpr const char* kFamily = "rnn";
+
+// Inputs: X, W, R, B, sequence_lens, initial_h[, initial_c, P]. cuDNN keeps X,
+// the weights, the initial states and Y (derivatives.yaml: _cudnn_rnn), and
+// autocast casts RNNs to fp16 (ATen/cudnn/AutocastRNN.cpp).
+const OpInfo kOps[] = {
+    {.op = "LSTM", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
+     .saved_inputs = bits({0, 1, 2, 3, 5, 6}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<6>,
+     .grads = "AAAANAAA", .note = "cuDNN LSTM: keeps input, weights, states, Y and a reserve (estimated)"},
+    {.op = "GRU", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
+     .saved_inputs = bits({0, 1, 2, 3, 5}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<5>,
+     .grads = "AAAANA", .note = "cuDNN GRU: keeps input, weights, state, Y and a reserve (estimated)"},
+    {.op = "RNN", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
+     .saved_inputs = bits({0, 1, 2, 3, 5}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<2>,
+     .grads = "AAAANA", .note = "cuDNN tanh/relu RNN: keeps input, weights, state, Y and a reserve (estimated)"},
+};
+
+}  // namespace
+
+OpTable rnn_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
+
+}  // namespace memest

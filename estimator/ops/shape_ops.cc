@@ -1,0 +1,603 @@
+// Layout and indexing: Reshape, Transpose, Concat, Split, Slice, Gather, Expand,
+// Pad, Resize, ... Rules fold known contents (a Shape's dims flowing through
+// Gather, Slice, Concat, Unsqueeze) so Reshape targets stay symbolic.
+#include <algorithm>
+#include <cmath>
+
+#include "estimator/ops/registry.h"
+#include "estimator/ops/shape_util.h"
+
+namespace memest {
+namespace {
+
+void pass_value(ShapeContext& ctx) {
+  if (const auto* v = ctx.in_value(0)) ctx.set_value(0, *v);
+}
+
+// ---- Reshaping views -------------------------------------------------------------
+
+// 0 copies the input's dim (unless allowzero), -1 takes what is left:
+// numel / product(the rest), exact or an error.
+void reshape(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  std::vector<Expr> target;
+  if (ctx.has_attr("shape")) {  // opset < 5
+    for (int64_t d : ctx.attr_ints("shape")) target.push_back(Expr(d));
+  } else if (const auto* v = ctx.in_value(1)) {
+    target = *v;
+  } else {
+    return;
+  }
+  const bool allowzero = ctx.attr_int("allowzero", 0) != 0;
+  Shape out;
+  int infer = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    auto c = target[i].as_const();
+    if (c && *c == 0 && !allowzero) {
+      if (i >= x.size()) ctx.fail("0 at position " + std::to_string(i) + " has no input dim to copy");
+      out.push_back(x[i]);
+    } else if (c && *c == -1) {
+      if (infer >= 0) ctx.fail("more than one -1 in shape " + shape_str(target));
+      infer = static_cast<int>(i);
+      out.push_back(Expr(1));
+    } else if (c && *c < -1) {
+      ctx.fail("negative dim " + std::to_string(*c) + " in shape " + shape_str(target));
+    } else {
+      out.push_back(target[i]);
+    }
+  }
+  const Expr total = product(x);
+  const Expr known = product(out);
+  if (infer >= 0) {
+    auto rest = total.div_exact(known);
+    if (!rest) {
+      // A constant mismatch is a broken graph; a symbolic one may only be beyond div_exact.
+      if (total.is_const() && known.is_const()) {
+        ctx.fail("cannot reshape " + shape_str(x) + " to " + shape_str(target) + ": " + total.str() +
+                 " elements do not divide by " + known.str());
+      }
+      ctx.warn("cannot infer -1 of Reshape: " + total.str() + " / (" + known.str() + ") is not exact");
+      return;
+    }
+    out[infer] = *rest;
+  } else if (total.is_const() && known.is_const() && total != known) {
+    ctx.fail("cannot reshape " + shape_str(x) + " (" + total.str() + " elements) to " + shape_str(out));
+  }
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  pass_value(ctx);
+}
+
+void flatten(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  const int64_t r = static_cast<int64_t>(x.size());
+  int64_t axis = ctx.attr_int("axis", 1);
+  if (axis < -r || axis > r) ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < 0) axis += r;
+  ctx.set_output(0, ctx.in_dtype(0),
+                 {product(Shape(x.begin(), x.begin() + axis)), product(Shape(x.begin() + axis, x.end()))});
+  pass_value(ctx);
+}
+
+// Axes are an attribute before opset 13 and input 1 after; whichever the node has.
+// Returns false when input 1 exists but is not known.
+bool axes_of(const ShapeContext& ctx, std::optional<std::vector<int64_t>>& axes) {
+  if (ctx.has_attr("axes")) {
+    axes = ctx.attr_ints("axes");
+  } else if (ctx.has_input(1)) {
+    axes = const_ints(ctx, 1);
+    if (!axes) return false;
+  }
+  return true;
+}
+
+// Without axes, drops every dim known to be 1 (a symbolic dim is kept).
+void squeeze(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  std::optional<std::vector<int64_t>> axes;
+  if (!axes_of(ctx, axes)) return;
+  Shape out;
+  if (!axes) {
+    for (const auto& d : x) {
+      if (d != Expr(1)) out.push_back(d);
+    }
+  } else {
+    const auto ax = norm_axes(ctx, *axes, x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) == ax.end()) {
+        out.push_back(x[i]);
+      } else if (x[i].is_const() && x[i] != Expr(1)) {
+        ctx.fail("cannot squeeze axis " + std::to_string(i) + " of " + shape_str(x));
+      }
+    }
+  }
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  pass_value(ctx);
+}
+
+void unsqueeze(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  std::optional<std::vector<int64_t>> axes;
+  if (!axes_of(ctx, axes)) return;
+  if (!axes) ctx.fail("missing axes");
+  const auto ax = norm_axes(ctx, *axes, x.size() + axes->size());
+  Shape out;
+  auto next = x.begin();
+  for (size_t i = 0; i < x.size() + ax.size(); ++i) {
+    bool inserted = std::find(ax.begin(), ax.end(), static_cast<int64_t>(i)) != ax.end();
+    out.push_back(inserted ? Expr(1) : *next++);
+  }
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  pass_value(ctx);
+}
+
+void transpose(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  std::vector<int64_t> perm = ctx.attr_ints("perm");
+  if (perm.empty()) {
+    for (size_t i = x.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  if (perm.size() != x.size()) ctx.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.size()));
+  perm = norm_axes(ctx, perm, x.size());
+  Shape out;
+  for (int64_t p : perm) out.push_back(x[p]);
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  if (x.size() <= 1) pass_value(ctx);
+}
+
+// ---- Joining and splitting ---------------------------------------------------------
+
+void concat(ShapeContext& ctx) {
+  if (!ctx.has_attr("axis")) ctx.fail("missing attribute 'axis'");
+  Shape out = ctx.in_shape(0);
+  if (out.empty()) ctx.fail("cannot concatenate scalars");
+  const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", 0), out.size());
+  DType t = ctx.in_dtype(0);
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const Shape& s = ctx.in_shape(i);
+    if (s.size() != out.size()) ctx.fail("inputs differ in rank: " + shape_str(out) + " and " + shape_str(s));
+    for (size_t k = 0; k < s.size(); ++k) {
+      if (static_cast<int64_t>(k) == axis) {
+        out[k] += s[k];
+      } else if (out[k] != s[k]) {
+        if (out[k].is_const() && s[k].is_const()) {
+          ctx.fail("inputs differ off the concat axis: " + shape_str(ctx.in_shape(0)) + " and " + shape_str(s));
+        }
+        if (s[k].is_const()) out[k] = s[k];
+      }
+    }
+    t = promote(t, ctx.in_dtype(i));
+  }
+  ctx.set_output(0, t, out);
+  if (out.size() != 1) return;
+  std::vector<Expr> joined;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const auto* v = ctx.in_value(i);
+    if (!v) return;
+    joined.insert(joined.end(), v->begin(), v->end());
+  }
+  ctx.set_value(0, std::move(joined));
+}
+
+// Sizes from input 1 (opset 13+) or the split attribute; else num_outputs (18+)
+// or the output count: equal parts, the last one smaller when uneven.
+void split(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  if (x.empty()) ctx.fail("cannot split a scalar");
+  const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", 0), x.size());
+  const Expr& d = x[axis];
+  std::vector<Expr> sizes;
+  if (ctx.has_input(1)) {
+    const auto* v = ctx.in_value(1);
+    if (!v) return;
+    sizes = *v;
+  } else if (ctx.has_attr("split")) {
+    for (int64_t s : ctx.attr_ints("split")) sizes.push_back(Expr(s));
+  } else {
+    const int64_t n = ctx.attr_int("num_outputs", static_cast<int64_t>(ctx.num_outputs()));
+    if (n <= 0) ctx.fail("num_outputs must be positive");
+    auto part = ceil_div(d, n);
+    if (!part) return;
+    for (int64_t i = 0; i + 1 < n; ++i) sizes.push_back(*part);
+    sizes.push_back(d - *part * Expr(n - 1));
+  }
+  if (sizes.size() != ctx.num_outputs()) {
+    ctx.fail(std::to_string(sizes.size()) + " split sizes for " + std::to_string(ctx.num_outputs()) + " outputs");
+  }
+  Expr sum;
+  for (const auto& s : sizes) sum += s;
+  if (sum.is_const() && d.is_const() && sum != d) {
+    ctx.fail("split sizes " + shape_str(sizes) + " do not add up to " + d.str());
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (auto c = sizes[i].as_const(); c && *c < 0) ctx.fail("negative split size in " + shape_str(sizes));
+    Shape out = x;
+    out[axis] = sizes[i];
+    ctx.set_output(i, ctx.in_dtype(0), out);
+  }
+}
+
+// ---- Slice ---------------------------------------------------------------------
+
+// Exporters write INT64_MAX (or INT32_MAX) for "to the end" and INT64_MIN for
+// "before the start" with negative steps.
+bool to_end(const Expr& e) {
+  auto c = e.as_const();
+  return c && *c >= INT32_MAX;
+}
+bool before_start(const Expr& e) {
+  auto c = e.as_const();
+  return c && *c <= INT32_MIN;
+}
+
+// Normalised bounds of one sliced axis with constant size: ONNX's clamping.
+struct SliceRange {
+  int64_t start, count;
+};
+SliceRange clamp_slice(int64_t d, int64_t s, int64_t e, int64_t step) {
+  if (d == 0) return {0, 0};
+  if (s < 0) s += d;
+  if (e < 0) e += d;
+  if (step > 0) {
+    s = std::clamp<int64_t>(s, 0, d);
+    e = std::clamp<int64_t>(e, 0, d);
+    return {s, e > s ? (e - s + step - 1) / step : 0};
+  }
+  s = std::clamp<int64_t>(s, 0, d - 1);
+  e = std::clamp<int64_t>(e, -1, d - 1);
+  return {s, s > e ? (s - e - step - 1) / -step : 0};
+}
+
+// The extent of one sliced axis of symbolic size (or with symbolic bounds):
+// negative constants count from the end and the huge sentinels mean the ends.
+// A constant bound is assumed to lie inside the dim. nullopt when a step > 1
+// makes the count inexact.
+std::optional<Expr> symbolic_slice(const Expr& d, Expr s, Expr e, int64_t step) {
+  auto from_end = [&](Expr& b) {
+    if (auto c = b.as_const(); c && *c < 0) b = d + b;
+  };
+  if (step > 0) {
+    if (to_end(s)) return Expr(0);
+    if (to_end(e)) e = d;
+    if (before_start(e)) return Expr(0);
+    from_end(s);
+    from_end(e);
+    return ceil_div(e - s, step);
+  }
+  if (to_end(s)) s = d - Expr(1);
+  if (before_start(e)) {
+    e = Expr(-1);
+  } else {
+    from_end(e);
+  }
+  from_end(s);
+  return ceil_div(s - e, -step);
+}
+
+void slice(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  std::vector<Expr> starts, ends;
+  std::vector<int64_t> axes, steps;
+  if (ctx.has_attr("starts")) {  // opset < 10
+    for (int64_t v : ctx.attr_ints("starts")) starts.push_back(Expr(v));
+    for (int64_t v : ctx.attr_ints("ends")) ends.push_back(Expr(v));
+    axes = ctx.attr_ints("axes");
+  } else {
+    const auto* s = ctx.in_value(1);
+    const auto* e = ctx.in_value(2);
+    if (!s || !e) return;
+    starts = *s;
+    ends = *e;
+    if (ctx.has_input(3)) {
+      auto a = const_ints(ctx, 3);
+      if (!a) return;
+      axes = *a;
+    }
+    if (ctx.has_input(4)) {
+      auto st = const_ints(ctx, 4);
+      if (!st) return;
+      steps = *st;
+    }
+  }
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    ctx.fail("starts, ends, axes and steps differ in length");
+  }
+  axes = norm_axes(ctx, axes, x.size());
+
+  Shape out = x;
+  std::optional<int64_t> first;  // where a 1-D slice of constant bounds starts, for folding contents
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (steps[i] == 0) ctx.fail("step 0");
+    const Expr& d = x[axes[i]];
+    auto dc = d.as_const(), sc = starts[i].as_const(), ec = ends[i].as_const();
+    if (dc && sc && ec) {
+      SliceRange r = clamp_slice(*dc, *sc, *ec, steps[i]);
+      out[axes[i]] = Expr(r.count);
+      if (x.size() == 1) first = r.start;
+      continue;
+    }
+    auto n = symbolic_slice(d, starts[i], ends[i], steps[i]);
+    if (!n) return;
+    if (auto c = n->as_const(); c && *c < 0) n = Expr(0);
+    out[axes[i]] = *n;
+  }
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  const auto* v = ctx.in_value(0);
+  auto count = out.size() == 1 ? out[0].as_const() : std::nullopt;
+  if (!v || !first || !count) return;
+  std::vector<Expr> picked;
+  for (int64_t k = 0; k < *count; ++k) picked.push_back((*v)[*first + k * steps[0]]);
+  ctx.set_value(0, std::move(picked));
+}
+
+// ---- Gathering and scattering ------------------------------------------------------
+
+void gather(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  const Shape& idx = ctx.in_shape(1);
+  if (x.empty()) ctx.fail("cannot gather from a scalar");
+  const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", 0), x.size());
+  Shape out(x.begin(), x.begin() + axis);
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), x.begin() + axis + 1, x.end());
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  // Gather(Shape(x), i) picks dims: fold 1-D contents with constant indices.
+  const auto* v = ctx.in_value(0);
+  auto indices = const_ints(ctx, 1);
+  if (!v || !indices || x.size() != 1) return;
+  const int64_t n = static_cast<int64_t>(v->size());
+  std::vector<Expr> picked;
+  for (int64_t i : *indices) {
+    if (i < -n || i >= n) ctx.fail("index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " elements");
+    picked.push_back((*v)[i < 0 ? i + n : i]);
+  }
+  ctx.set_value(0, std::move(picked));
+}
+
+void gather_elements(ShapeContext& ctx) {
+  if (ctx.rank(1) != ctx.rank(0)) ctx.fail("indices and data differ in rank");
+  ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(1));
+}
+
+// indices [..., k] index the first k dims after batch_dims: the rest are copied.
+void gather_nd(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  const Shape& idx = ctx.in_shape(1);
+  const int64_t b = ctx.attr_int("batch_dims", 0);
+  if (idx.empty()) ctx.fail("indices must have rank >= 1");
+  auto k = idx.back().as_const();
+  if (!k) return;
+  if (b < 0 || b + *k > static_cast<int64_t>(x.size())) ctx.fail("indices " + shape_str(idx) + " index past " + shape_str(x));
+  Shape out(idx.begin(), idx.end() - 1);
+  out.insert(out.end(), x.begin() + b + *k, x.end());
+  ctx.set_output(0, ctx.in_dtype(0), out);
+}
+
+void like_data(ShapeContext& ctx) { ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0)); }
+
+// ---- Broadcasting copies -------------------------------------------------------------
+
+void expand(ShapeContext& ctx) {
+  const auto* target = ctx.in_value(1);
+  if (!target) return;
+  Shape out = broadcast(ctx, ctx.in_shape(0), *target);
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  const auto* v = ctx.in_value(0);
+  auto n = foldable_numel(out);
+  if (!v || !n) return;
+  if (v->size() == *n) {
+    ctx.set_value(0, *v);
+  } else if (v->size() == 1) {
+    ctx.set_value(0, std::vector<Expr>(*n, (*v)[0]));
+  }
+}
+
+void tile(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  const auto* reps = ctx.in_value(1);
+  if (!reps) return;
+  if (reps->size() != x.size()) ctx.fail("repeats has " + std::to_string(reps->size()) + " entries for rank " + std::to_string(x.size()));
+  Shape out;
+  for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] * (*reps)[i]);
+  ctx.set_output(0, ctx.in_dtype(0), out);
+}
+
+// pads [begin..., end...] from the attribute (opset < 11) or input 1, over
+// every axis or the axes of input 3 (opset 18).
+void pad(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  std::vector<Expr> pads;
+  if (ctx.has_attr("pads")) {
+    for (int64_t p : ctx.attr_ints("pads")) pads.push_back(Expr(p));
+  } else if (const auto* v = ctx.in_value(1)) {
+    pads = *v;
+  } else {
+    return;
+  }
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) {
+    auto a = const_ints(ctx, 3);
+    if (!a) return;
+    axes = norm_axes(ctx, *a, x.size());
+  } else {
+    for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (pads.size() != 2 * axes.size()) ctx.fail(std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) + " axes");
+  Shape out = x;
+  for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = x[axes[i]] + pads[i] + pads[i + axes.size()];
+  for (const auto& d : out) {
+    if (auto c = d.as_const(); c && *c < 0) ctx.fail("padding gives a negative size: " + shape_str(out));
+  }
+  ctx.set_output(0, ctx.in_dtype(0), out);
+}
+
+// ---- Resampling --------------------------------------------------------------------
+
+// Whether input i is present and not an empty placeholder (exporters pass an
+// empty scales tensor when they give sizes).
+bool given(const ShapeContext& ctx, size_t i) {
+  return ctx.has_input(i) && product(ctx.in_shape(i)) != Expr(0);
+}
+
+// floor(d * scale): exact for a constant d; for a symbolic one only when the scale is whole.
+std::optional<Expr> scaled(const Expr& d, double scale) {
+  if (auto c = d.as_const()) return Expr(static_cast<int64_t>(std::floor(static_cast<double>(*c) * scale)));
+  if (scale == std::floor(scale) && scale > 0 && scale < 1e9) return d * Expr(static_cast<int64_t>(scale));
+  return std::nullopt;
+}
+
+// Resampling over all axes or `axes` (opset 18): sizes (input 3) when given,
+// else scales (the attribute, or input `scales_at`).
+void resample(ShapeContext& ctx, size_t scales_at, bool has_sizes) {
+  const Shape& x = ctx.in_shape(0);
+  std::vector<int64_t> axes = ctx.attr_ints("axes");
+  if (axes.empty()) {
+    for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  axes = norm_axes(ctx, axes, x.size());
+  Shape out = x;
+  if (has_sizes && given(ctx, 3)) {
+    const auto* sizes = ctx.in_value(3);
+    if (!sizes) return;
+    if (sizes->size() != axes.size()) ctx.fail("sizes has " + std::to_string(sizes->size()) + " entries");
+    const std::string policy = ctx.attr_string("keep_aspect_ratio_policy", "stretch");
+    if (policy == "stretch") {
+      for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = (*sizes)[i];
+    } else {
+      // One scale for every axis: the smallest (not_larger) or largest (not_smaller) ratio.
+      const bool smallest = policy == "not_larger";
+      double scale = smallest ? INFINITY : 0;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        auto s = (*sizes)[i].as_const(), d = x[axes[i]].as_const();
+        if (!s || !d || *d == 0) return;
+        const double r = static_cast<double>(*s) / static_cast<double>(*d);
+        scale = smallest ? std::min(scale, r) : std::max(scale, r);
+      }
+      for (int64_t a : axes) {
+        out[a] = Expr(static_cast<int64_t>(std::round(static_cast<double>(*x[a].as_const()) * scale)));
+      }
+    }
+  } else {
+    std::optional<std::vector<double>> scales;
+    if (const Attribute* a = ctx.node().attr("scales")) {
+      scales = a->kind == Attribute::Floats ? a->floats : std::vector<double>(a->ints.begin(), a->ints.end());
+    } else {
+      scales = const_floats(ctx, scales_at);
+    }
+    if (!scales) return;
+    if (scales->size() != axes.size()) ctx.fail("scales has " + std::to_string(scales->size()) + " entries");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      auto d = scaled(x[axes[i]], (*scales)[i]);
+      if (!d) return;
+      out[axes[i]] = *d;
+    }
+  }
+  ctx.set_output(0, ctx.in_dtype(0), out);
+}
+
+// Resize takes X, scales at opset 10; X, roi, scales, sizes from 11.
+void resize(ShapeContext& ctx) { resample(ctx, ctx.opset() < 11 ? 1 : 2, ctx.opset() >= 11); }
+// Upsample takes scales as an attribute (opset 7) or input 1 (9).
+void upsample(ShapeContext& ctx) { resample(ctx, 1, false); }
+
+int64_t blocksize(const ShapeContext& ctx) {
+  if (ctx.rank(0) != 4) ctx.fail("input must be [N, C, H, W], got " + shape_str(ctx.in_shape(0)));
+  const int64_t b = ctx.attr_int("blocksize", 0);
+  if (b <= 0) ctx.fail("blocksize must be positive");
+  return b;
+}
+
+void depth_to_space(ShapeContext& ctx) {
+  const int64_t b = blocksize(ctx);
+  const Shape& x = ctx.in_shape(0);
+  auto c = x[1].div_exact(Expr(checked_mul(b, b)));
+  if (!c) ctx.fail(x[1].str() + " channels do not divide by blocksize^2 = " + std::to_string(b * b));
+  ctx.set_output(0, ctx.in_dtype(0), {x[0], *c, x[2] * Expr(b), x[3] * Expr(b)});
+}
+
+void space_to_depth(ShapeContext& ctx) {
+  const int64_t b = blocksize(ctx);
+  const Shape& x = ctx.in_shape(0);
+  auto h = x[2].div_exact(Expr(b)), w = x[3].div_exact(Expr(b));
+  if (!h || !w) ctx.fail("spatial dims " + shape_str(x) + " do not divide by blocksize " + std::to_string(b));
+  ctx.set_output(0, ctx.in_dtype(0), {x[0], x[1] * Expr(b * b), *h, *w});
+}
+
+// ---- Index-valued ----------------------------------------------------------------
+
+// depth (input 1) becomes a new axis at `axis`; values (input 2) give the dtype.
+void one_hot(ShapeContext& ctx) {
+  const Shape& idx = ctx.in_shape(0);
+  Expr depth;
+  if (auto c = const_scalar(ctx, 1)) {
+    depth = Expr(*c);
+  } else if (const auto* v = ctx.in_value(1); v && v->size() == 1) {
+    depth = (*v)[0];
+  } else {
+    return;
+  }
+  const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", -1), idx.size() + 1);
+  Shape out = idx;
+  out.insert(out.begin() + axis, depth);
+  ctx.set_output(0, ctx.in_dtype(2), out);
+}
+
+// The count of nonzero elements depends on the data: a fresh symbol stands for it.
+void non_zero(ShapeContext& ctx) {
+  const Node& n = ctx.node();
+  const std::string base = n.name.empty() ? "nonzero" + std::to_string(n.outputs.empty() ? 0 : n.outputs[0]) : n.name;
+  ctx.warn("NonZero's output size depends on the data; it is left as the symbol '" + base + "_nonzero'");
+  ctx.set_output(0, DType::I64, {Expr(static_cast<int64_t>(ctx.rank(0))), Expr::symbol(base + "_nonzero")});
+}
+
+constexpr const char* kFamily = "shape";
+
+const OpInfo kOps[] = {
+    {.op = "Reshape", .family = kFamily, .shape = reshape, .grads = "VN", .view = true},
+    {.op = "Flatten", .family = kFamily, .shape = flatten, .grads = "V", .view = true},
+    {.op = "Squeeze", .family = kFamily, .shape = squeeze, .grads = "VN", .view = true},
+    {.op = "Unsqueeze", .family = kFamily, .shape = unsqueeze, .grads = "VN", .view = true},
+    {.op = "Transpose", .family = kFamily, .shape = transpose, .grads = "V", .view = true,
+     .note = "a strided view; a later op may copy it to make it contiguous"},
+    {.op = "Concat", .family = kFamily, .shape = concat, .autocast = Autocast::Promote, .grads = "V",
+     .note = "allocates its result; backward narrows the gradient (views)"},
+    {.op = "Split", .family = kFamily, .shape = split, .grads = "AN", .view = true,
+     .note = "outputs are views; backward concatenates the gradients (allocates)"},
+    {.op = "Slice", .family = kFamily, .shape = slice, .grads = "ANNNN", .view = true,
+     .note = "a view; backward writes the gradient into zeros of the input's size"},
+    {.op = "Gather", .family = kFamily, .shape = gather, .saved_inputs = bits({1}), .grads = "AN",
+     .note = "index_select/embedding: keeps the indices; backward allocates a dense gradient of the data"},
+    {.op = "GatherElements", .family = kFamily, .shape = gather_elements, .saved_inputs = bits({1}),
+     .grads = "AN", .note = "torch.gather: keeps the indices"},
+    {.op = "GatherND", .family = kFamily, .shape = gather_nd, .saved_inputs = bits({1}), .grads = "AN",
+     .note = "advanced indexing: keeps the indices"},
+    {.op = "ScatterND", .family = kFamily, .shape = like_data, .autocast = Autocast::Promote,
+     .saved_inputs = bits({1}), .grads = "ANA", .note = "index_put: keeps the indices"},
+    {.op = "ScatterElements", .family = kFamily, .shape = like_data, .saved_inputs = bits({1}), .grads = "ANA",
+     .note = "scatter: keeps the indices"},
+    {.op = "Scatter", .family = kFamily, .shape = like_data, .saved_inputs = bits({1}), .grads = "ANA",
+     .note = "ScatterElements before opset 11"},
+    {.op = "Expand", .family = kFamily, .shape = expand, .grads = "AN", .view = true,
+     .note = "a broadcast view; backward sums the gradient back (allocates)"},
+    {.op = "Tile", .family = kFamily, .shape = tile, .grads = "AN", .note = "repeat: copies; backward sums"},
+    {.op = "Pad", .family = kFamily, .shape = pad, .grads = "ANNN",
+     .note = "copies; constant padding's backward is a slice, reflect/edge allocate"},
+    {.op = "Resize", .family = kFamily, .shape = resize, .grads = "ANNN", .note = "interpolate: nothing kept"},
+    {.op = "Upsample", .family = kFamily, .shape = upsample, .grads = "AN", .note = "Resize before opset 10"},
+    {.op = "DepthToSpace", .family = kFamily, .shape = depth_to_space, .grads = "A",
+     .note = "pixel_shuffle: reshape, permute and a copy"},
+    {.op = "SpaceToDepth", .family = kFamily, .shape = space_to_depth, .grads = "A",
+     .note = "pixel_unshuffle: reshape, permute and a copy"},
+    {.op = "OneHot", .family = kFamily, .shape = one_hot, .autocast = Autocast::None},
+    {.op = "NonZero", .family = kFamily, .shape = non_zero, .autocast = Autocast::None,
+     .note = "data-dependent size: a fresh symbol"},
+};
+
+}  // namespace
+
+OpTable shape_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
+
+}  // namespace memest

@@ -1,0 +1,117 @@
+// Conv and ConvTranspose output sizes: padding, strides, dilations, groups, auto_pad.
+#include <doctest/doctest.h>
+
+#include "tests/ops_test_util.h"
+
+namespace memest {
+namespace {
+
+using testing::dtype;
+using testing::infer;
+using testing::shape;
+
+TEST_CASE("conv: output sizes") {
+  SUBCASE("resnet stem: 224 -> 112 with k=7, s=2, p=3") {
+    Graph g = infer(R"(
+      input x float32 batch,3,224,224
+      param conv1.weight float32 64,3,7,7
+      node Conv x conv1.weight -> y kernel_shape=7,7 strides=2,2 pads=3,3,3,3
+    )");
+    CHECK(shape(g, "y") == "[batch, 64, 112, 112]");
+    CHECK(dtype(g, "y") == "float32");
+    CHECK(g.warnings.empty());
+  }
+  SUBCASE("kernel from the weight, bias, asymmetric pads") {
+    Graph g = infer(R"(
+      input x float16 2,3,10,10
+      param w float16 8,3,3,3
+      param b float16 8
+      node Conv x w b -> y pads=0,1,2,0
+    )");
+    CHECK(shape(g, "y") == "[2, 8, 10, 9]");  // pads are [h_begin, w_begin, h_end, w_end]: 10+0+2-3+1, 10+1+0-3+1
+    CHECK(dtype(g, "y") == "float16");
+  }
+  SUBCASE("dilation") {
+    Graph g = infer("input x float32 1,8,32,32\nparam w float32 8,8,3,3\nnode Conv x w -> y dilations=2,2");
+    CHECK(shape(g, "y") == "[1, 8, 28, 28]");
+  }
+  SUBCASE("depthwise groups") {
+    Graph g = infer("input x float32 1,32,16,16\nparam w float32 32,1,3,3\nnode Conv x w -> y group=32 pads=1,1,1,1");
+    CHECK(shape(g, "y") == "[1, 32, 16, 16]");
+  }
+  SUBCASE("auto_pad") {
+    Graph g = infer(R"(
+      input x float32 1,4,15,15
+      param w float32 4,4,3,3
+      node Conv x w -> same strides=2,2 auto_pad=SAME_UPPER
+      node Conv x w -> lower strides=2,2 auto_pad=SAME_LOWER
+      node Conv x w -> valid strides=2,2 auto_pad=VALID
+      node Conv x w -> notset strides=2,2 auto_pad=NOTSET pads=1,1,1,1
+    )");
+    CHECK(shape(g, "same") == "[1, 4, 8, 8]");
+    CHECK(shape(g, "lower") == "[1, 4, 8, 8]");
+    CHECK(shape(g, "valid") == "[1, 4, 7, 7]");
+    CHECK(shape(g, "notset") == "[1, 4, 8, 8]");
+  }
+  SUBCASE("1D with a symbolic length") {
+    Graph g = infer("input x float32 batch,4,seq\nparam w float32 8,4,3\nnode Conv x w -> y pads=1,1");
+    CHECK(shape(g, "y") == "[batch, 8, seq]");
+  }
+  SUBCASE("3D") {
+    Graph g = infer(R"(
+      input x float32 2,3,8,16,16
+      param w float32 4,3,3,3,3
+      node Conv x w -> y strides=2,2,2 pads=1,1,1,1,1,1
+    )");
+    CHECK(shape(g, "y") == "[2, 4, 4, 8, 8]");
+  }
+}
+
+TEST_CASE("conv: errors and fallbacks") {
+  CHECK_THROWS_WITH_AS(infer("input x float32 1,32,8,8\nparam w float32 32,2,3,3\nnode Conv x w -> y group=32 :dw"),
+                       "<text>: node 'dw': Conv: input has 32 channels but weight [32, 2, 3, 3] with group 32 expects 64",
+                       Error);
+  CHECK_THROWS_AS(infer("input x float32 1,3,2,2\nparam w float32 8,3,3,3\nnode Conv x w -> y"), Error);
+  CHECK_THROWS_AS(infer("input x float32 1,3,8\nparam w float32 8,3,3,3\nnode Conv x w -> y"), Error);
+  // (h + 2 - 3) / 2 is not exact for a symbolic h: the driver falls back and says so.
+  Graph g = infer(R"(
+    input x float32 batch,3,h,w
+    param k float32 8,3,3,3
+    node Conv x k -> y strides=2,2 pads=1,1,1,1 :c
+  )");
+  CHECK(!g.warnings.empty());
+}
+
+TEST_CASE("conv: transpose") {
+  Graph g = infer(R"(
+    input x float32 1,16,8,8
+    input s float32 batch,16,h,w
+    param w float32 16,8,4,4
+    node ConvTranspose x w -> up strides=2,2 pads=1,1,1,1
+    node ConvTranspose x w -> grouped strides=2,2 pads=1,1,1,1 group=2
+    node ConvTranspose x w -> outpad strides=2,2 pads=1,1,1,1 output_padding=1,1
+    node ConvTranspose x w -> explicit strides=2,2 output_shape=20,20
+    node ConvTranspose x w -> same strides=2,2 auto_pad=SAME_UPPER
+    node ConvTranspose s w -> sym strides=2,2 pads=1,1,1,1
+  )");
+  CHECK(shape(g, "up") == "[1, 8, 16, 16]");
+  CHECK(shape(g, "grouped") == "[1, 16, 16, 16]");
+  CHECK(shape(g, "outpad") == "[1, 8, 17, 17]");
+  CHECK(shape(g, "explicit") == "[1, 8, 20, 20]");
+  CHECK(shape(g, "same") == "[1, 8, 16, 16]");
+  CHECK(shape(g, "sym") == "[batch, 8, 2*h, 2*w]");
+}
+
+TEST_CASE("conv: training facts") {
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    const OpInfo* info = find_op("", op);
+    REQUIRE(info);
+    CHECK(info->autocast == Autocast::Lower);
+    CHECK(info->saved_if_other == bits({0, 1}));
+    CHECK(info->saved_inputs == 0);
+    CHECK(std::string(info->grads) == "AAA");
+  }
+}
+
+}  // namespace
+}  // namespace memest
