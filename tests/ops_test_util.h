@@ -12,6 +12,14 @@
 
 namespace memest::testing {
 
+// A term's symbols print in the order they were first interned; fixing that order
+// before any test runs keeps expectations like "768*batch*seq" stable whichever
+// tests run first.
+inline const bool kSymbolOrder = [] {
+  for (const char* s : {"batch", "seq", "h", "w"}) intern_symbol(s);
+  return true;
+}();
+
 /// The text graph, verified and shape-inferred.
 inline Graph infer(const std::string& text) {
   Graph g = read_text_graph(text);

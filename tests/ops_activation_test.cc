@@ -1,0 +1,60 @@
+// Activations keep their input's shape; the table says what backward keeps.
+#include <doctest/doctest.h>
+
+#include "tests/ops_test_util.h"
+
+namespace memest {
+namespace {
+
+using testing::dtype;
+using testing::infer;
+using testing::shape;
+
+TEST_CASE("activation: shapes follow the input") {
+  for (const char* op : {"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+                         "Softplus", "Softsign", "Gelu", "Mish", "ThresholdedRelu", "Shrink", "Softmax",
+                         "LogSoftmax", "Hardmax"}) {
+    CAPTURE(op);
+    Graph g = infer(std::string("opset 20\ninput x float16 batch,seq,64\nnode ") + op + " x -> y");
+    CHECK(shape(g, "y") == "[batch, seq, 64]");
+    CHECK(dtype(g, "y") == "float16");
+    CHECK(g.warnings.empty());
+  }
+}
+
+TEST_CASE("activation: PRelu and softmax axes") {
+  Graph g = infer(R"(
+    input x float32 batch,16,8,8
+    param slope float32 16,1,1
+    node PRelu x slope -> y
+    node Softmax x -> s axis=1
+  )");
+  CHECK(shape(g, "y") == "[batch, 16, 8, 8]");
+  CHECK(shape(g, "s") == "[batch, 16, 8, 8]");
+  CHECK_THROWS_AS(infer("input x float32 2,3\nparam s float32 4\nnode PRelu x s -> y"), Error);
+  CHECK_THROWS_AS(infer("input x float32 2,3\nnode Softmax x -> y axis=2"), Error);
+  // Before opset 13 the default axis is 1, with flattening that keeps the shape.
+  Graph old = infer("opset 11\ninput x float32 2,3,4\nnode LogSoftmax x -> y");
+  CHECK(shape(old, "y") == "[2, 3, 4]");
+}
+
+TEST_CASE("activation: training facts") {
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"}) {
+    CAPTURE(op);
+    CHECK(find_op("", op)->saves_output(0));
+    CHECK(!find_op("", op)->saves_input(0));
+  }
+  for (const char* op : {"Gelu", "LeakyRelu", "Elu", "HardSwish", "HardSigmoid", "Softplus", "Mish"}) {
+    CAPTURE(op);
+    CHECK(find_op("", op)->saves_input(0));
+    CHECK(!find_op("", op)->saves_output(0));
+  }
+  CHECK(find_op("", "Softmax")->autocast == Autocast::Fp32);
+  CHECK(find_op("", "Softplus")->autocast == Autocast::Fp32);
+  CHECK(find_op("", "PRelu")->autocast == Autocast::Lower);
+  CHECK(find_op("", "Relu")->autocast == Autocast::Keep);
+  CHECK(std::string(find_op("", "Hardmax")->grads).empty());
+}
+
+}  // namespace
+}  // namespace memest

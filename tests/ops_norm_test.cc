@@ -1,0 +1,118 @@
+// Normalisations and Dropout: output and statistics shapes, saved statistics and masks.
+#include <doctest/doctest.h>
+
+#include "tests/ops_test_util.h"
+
+namespace memest {
+namespace {
+
+using testing::dtype;
+using testing::extras;
+using testing::infer;
+using testing::shape;
+
+TEST_CASE("norm: batch norm") {
+  Graph g = infer(R"(
+    opset 15
+    input x float32 batch,64,56,56
+    param bn.weight float32 64
+    param bn.bias float32 64
+    buffer bn.running_mean float32 64
+    buffer bn.running_var float32 64
+    node BatchNormalization x bn.weight bn.bias bn.running_mean bn.running_var -> y rm rv training_mode=1
+    node BatchNormalization x bn.weight bn.bias bn.running_mean bn.running_var -> z
+  )");
+  CHECK(shape(g, "y") == "[batch, 64, 56, 56]");
+  CHECK(shape(g, "rm") == "[64]");
+  CHECK(shape(g, "rv") == "[64]");
+  CHECK(extras(g, "y") == "64:float32 64:float32");
+  CHECK(shape(g, "z") == "[batch, 64, 56, 56]");
+  const OpInfo* bn = find_op("", "BatchNormalization");
+  CHECK(bn->saved_inputs == bits({0, 1}));
+  CHECK(std::string(bn->grads) == "AAANN");
+  CHECK(bn->autocast == Autocast::Keep);
+}
+
+TEST_CASE("norm: layer norm statistics") {
+  Graph g = infer(R"(
+    input x float16 batch,seq,768
+    param ln.weight float16 768
+    param ln.bias float16 768
+    node LayerNormalization x ln.weight ln.bias -> y mean inv
+    node LayerNormalization x ln.weight ln.bias -> y1 mean1 - axis=1
+  )");
+  CHECK(shape(g, "y") == "[batch, seq, 768]");
+  CHECK(dtype(g, "y") == "float16");
+  CHECK(shape(g, "mean") == "[batch, seq, 1]");
+  CHECK(dtype(g, "mean") == "float32");
+  CHECK(shape(g, "inv") == "[batch, seq, 1]");
+  CHECK(shape(g, "mean1") == "[batch, 1, 1]");
+  CHECK(extras(g, "y") == "batch*seq:float32 batch*seq:float32");
+  CHECK(extras(g, "y1") == "batch:float32 batch:float32");
+  const OpInfo* ln = find_op("", "LayerNormalization");
+  CHECK(ln->autocast == Autocast::Fp32);
+  CHECK(ln->saved_inputs == bits({0, 1}));
+}
+
+TEST_CASE("norm: instance, group, lp") {
+  Graph g = infer(R"(
+    opset 21
+    input x float32 batch,32,16,16
+    param s float32 32
+    param b float32 32
+    node InstanceNormalization x s b -> i
+    node GroupNormalization x s b -> gn num_groups=8
+    node LpNormalization x -> lp axis=1
+    node MeanVarianceNormalization x -> mvn
+  )");
+  CHECK(shape(g, "i") == "[batch, 32, 16, 16]");
+  CHECK(shape(g, "gn") == "[batch, 32, 16, 16]");
+  CHECK(shape(g, "lp") == "[batch, 32, 16, 16]");
+  CHECK(shape(g, "mvn") == "[batch, 32, 16, 16]");
+  CHECK(extras(g, "i") == "32*batch:float32 32*batch:float32");
+  CHECK(extras(g, "gn") == "8*batch:float32 8*batch:float32");
+  CHECK(extras(g, "lp") == "256*batch:float32 256*batch:float32");
+  CHECK_THROWS_AS(infer("input x float32 1,30,4\nparam s float32 30\nnode GroupNormalization x s s -> y num_groups=8"),
+                  Error);
+}
+
+TEST_CASE("norm: dropout mask") {
+  SUBCASE("opset 12+: ratio and training_mode inputs") {
+    Graph g = infer(R"(
+      opset 17
+      input x float32 batch,128
+      const p float32 - = 0.1
+      const zero float32 - = 0
+      const on bool - = 1
+      const off bool - = 0
+      node Dropout x p on -> train mask
+      node Dropout x p off -> eval mask2
+      node Dropout x zero on -> nodrop
+      node Dropout x p -> unknown_with_mask mask3
+      node Dropout x p -> unknown_without_mask
+      node Dropout x -> default_ratio m4
+    )");
+    CHECK(shape(g, "train") == "[batch, 128]");
+    CHECK(shape(g, "mask") == "[batch, 128]");
+    CHECK(dtype(g, "mask") == "bool");
+    CHECK(extras(g, "train") == "128*batch:bool");
+    CHECK(extras(g, "eval") == "");
+    CHECK(extras(g, "nodrop") == "");
+    CHECK(extras(g, "unknown_with_mask") == "128*batch:bool");
+    CHECK(extras(g, "unknown_without_mask") == "");
+    CHECK(extras(g, "default_ratio") == "128*batch:bool");
+  }
+  SUBCASE("opset < 12: ratio attribute") {
+    Graph g = infer(R"(
+      opset 11
+      input x float32 4,8
+      node Dropout x -> a m ratio=0.5
+      node Dropout x -> b m2 ratio=0.0
+    )");
+    CHECK(extras(g, "a") == "32:bool");
+    CHECK(extras(g, "b") == "");
+  }
+}
+
+}  // namespace
+}  // namespace memest

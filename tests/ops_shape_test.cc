@@ -1,0 +1,356 @@
+// Layout and indexing ops, and symbolic shape arithmetic flowing through them.
+#include <doctest/doctest.h>
+
+#include "tests/ops_test_util.h"
+
+namespace memest {
+namespace {
+
+using testing::dtype;
+using testing::infer;
+using testing::shape;
+using testing::value;
+
+TEST_CASE("shape: symbolic batch through Shape -> Gather -> Unsqueeze -> Concat -> Reshape") {
+  Graph g = infer(R"(
+    opset 13
+    input x float32 batch,3,4,64
+    node Shape x -> s
+    const zero int64 - = 0
+    node Gather s zero -> b
+    const ax int64 1 = 0
+    node Unsqueeze b ax -> b1
+    const neg int64 1 = -1
+    node Concat b1 neg -> shp axis=0
+    node Reshape x shp -> y
+  )");
+  CHECK(value(g, "s") == "[batch, 3, 4, 64]");
+  CHECK(shape(g, "b") == "[]");
+  CHECK(value(g, "b") == "[batch]");
+  CHECK(value(g, "shp") == "[batch, -1]");
+  CHECK(shape(g, "y") == "[batch, 768]");
+  CHECK(g.warnings.empty());
+}
+
+TEST_CASE("shape: attention head split stays symbolic") {
+  Graph g = infer(R"(
+    input x float32 batch,seq,768
+    node Shape x -> s
+    const i0 int64 1 = 0
+    const i1 int64 1 = 1
+    const i2 int64 - = 2
+    node Gather s i0 -> b
+    node Gather s i1 -> t
+    node Gather s i2 -> hidden
+    const heads int64 - = 12
+    node Div hidden heads -> hd
+    node Unsqueeze hd -> hd1 axes=[0]
+    const h1 int64 1 = 12
+    node Concat b t h1 hd1 -> shp axis=0
+    node Reshape x shp -> y
+    node Transpose y -> yt perm=0,2,1,3
+    node Transpose y -> rev
+  )");
+  CHECK(value(g, "hd") == "[64]");
+  CHECK(value(g, "shp") == "[batch, seq, 12, 64]");
+  CHECK(shape(g, "y") == "[batch, seq, 12, 64]");
+  CHECK(shape(g, "yt") == "[batch, 12, seq, 64]");
+  CHECK(shape(g, "rev") == "[64, 12, seq, batch]");
+}
+
+TEST_CASE("shape: Reshape") {
+  Graph g = infer(R"(
+    input x float32 batch,seq,768
+    input z float32 0,3
+    const a int64 4 = 0,0,12,-1
+    const b int64 2 = -1,768
+    const c int64 2 = 0,3
+    node Reshape x a -> heads
+    node Reshape x b -> rows
+    node Reshape z c -> keep0 allowzero=1
+  )");
+  CHECK(shape(g, "heads") == "[batch, seq, 12, 64]");
+  CHECK(shape(g, "rows") == "[batch*seq, 768]");
+  CHECK(shape(g, "keep0") == "[0, 3]");
+  CHECK_THROWS_WITH_AS(infer("input x float32 2,5\nconst s int64 2 = 3,-1\nnode Reshape x s -> y :r"),
+                       "<text>: node 'r': Reshape: cannot reshape [2, 5] to [3, -1]: 10 elements do not divide by 3",
+                       Error);
+  CHECK_THROWS_AS(infer("input x float32 2,5\nconst s int64 2 = 3,4\nnode Reshape x s -> y"), Error);
+  CHECK_THROWS_AS(infer("input x float32 2,5\nconst s int64 2 = -1,-1\nnode Reshape x s -> y"), Error);
+  // Not exact for a symbolic count: fall back with a warning rather than fail.
+  Graph sym = infer("input x float32 batch,5\nconst s int64 2 = 3,-1\nnode Reshape x s -> y");
+  CHECK(!sym.warnings.empty());
+  // An unknown target leaves the output to the driver's fallback.
+  Graph unknown = infer("input x float32 2,5\ninput s int64 2\nnode Reshape x s -> y");
+  CHECK(!unknown.warnings.empty());
+}
+
+TEST_CASE("shape: Flatten, Squeeze, Unsqueeze") {
+  Graph g = infer(R"(
+    opset 13
+    input x float32 batch,3,4,5
+    input o float32 1,batch,1,7
+    const ax int64 2 = 0,-1
+    const ax0 int64 1 = 0
+    node Flatten x -> f1
+    node Flatten x -> f0 axis=0
+    node Flatten x -> fm axis=-1
+    node Flatten x -> f4 axis=4
+    node Squeeze o -> sq_all
+    node Squeeze o ax0 -> sq0
+    node Unsqueeze x ax -> un
+  )");
+  CHECK(shape(g, "f1") == "[batch, 60]");
+  CHECK(shape(g, "f0") == "[1, 60*batch]");
+  CHECK(shape(g, "fm") == "[12*batch, 5]");
+  CHECK(shape(g, "f4") == "[60*batch, 1]");
+  CHECK(shape(g, "sq_all") == "[batch, 7]");
+  CHECK(shape(g, "sq0") == "[batch, 1, 7]");
+  CHECK(shape(g, "un") == "[1, batch, 3, 4, 5, 1]");
+  Graph old = infer("opset 11\ninput x float32 1,4,1\nnode Squeeze x -> s axes=[2]\nnode Unsqueeze x -> u axes=[1]");
+  CHECK(shape(old, "s") == "[1, 4]");
+  CHECK(shape(old, "u") == "[1, 1, 4, 1]");
+  CHECK_THROWS_AS(infer("opset 11\ninput x float32 2,4\nnode Squeeze x -> s axes=[0]"), Error);
+}
+
+TEST_CASE("shape: Concat and Split") {
+  Graph g = infer(R"(
+    opset 13
+    input a float32 batch,3
+    input b float32 batch,5
+    input c float32 2,3
+    const sizes int64 2 = 3,5
+    node Concat a b -> ab axis=1
+    node Concat a c -> ac axis=0
+    node Split ab sizes -> s1 s2 axis=1
+    node Split ab -> e1 e2 axis=1
+  )");
+  CHECK(shape(g, "ab") == "[batch, 8]");
+  CHECK(shape(g, "ac") == "[batch + 2, 3]");
+  CHECK(shape(g, "s1") == "[batch, 3]");
+  CHECK(shape(g, "s2") == "[batch, 5]");
+  CHECK(shape(g, "e1") == "[batch, 4]");
+  CHECK(shape(g, "e2") == "[batch, 4]");
+  Graph o18 = infer("opset 18\ninput x float32 10,2\nnode Split x -> p q r num_outputs=3");
+  CHECK(shape(o18, "p") == "[4, 2]");
+  CHECK(shape(o18, "r") == "[2, 2]");
+  Graph o11 = infer("opset 11\ninput x float32 10,2\nnode Split x -> p q split=3,7");
+  CHECK(shape(o11, "q") == "[7, 2]");
+  CHECK_THROWS_AS(infer("input a float32 2,3\ninput b float32 2,4\nnode Concat a b -> c axis=0"), Error);
+  CHECK_THROWS_AS(infer("opset 11\ninput x float32 10,2\nnode Split x -> p q split=3,6"), Error);
+}
+
+TEST_CASE("shape: Slice") {
+  Graph g = infer(R"(
+    input x float32 batch,seq,768
+    input v float32 10
+    const z int64 1 = 0
+    const one int64 1 = 1
+    const m1 int64 1 = -1
+    const big int64 1 = 9223372036854775807
+    const small int64 1 = -9223372036854775808
+    const ax1 int64 1 = 1
+    const ax2 int64 1 = 2
+    const s2 int64 1 = 2
+    const ten int64 1 = 10
+    const m100 int64 1 = -100
+    const p100 int64 1 = 100
+    const five int64 1 = 5
+    node Slice x z big ax1 -> all
+    node Slice x one big ax1 -> tail
+    node Slice x m1 big ax1 -> last
+    node Slice x z m1 ax1 -> init
+    node Slice x m1 small ax1 m1 -> reversed
+    node Slice x z ten ax1 -> head
+    node Slice x z big ax2 s2 -> even
+    node Slice v one ten z s2 -> odd
+    node Slice v m100 p100 -> clamped
+    node Slice v five s2 -> empty
+    node Slice v m1 small z m1 -> rev
+    node Slice v s2 m100 z m1 -> down
+  )");
+  CHECK(shape(g, "all") == "[batch, seq, 768]");
+  CHECK(shape(g, "tail") == "[batch, seq - 1, 768]");
+  CHECK(shape(g, "last") == "[batch, 1, 768]");
+  CHECK(shape(g, "init") == "[batch, seq - 1, 768]");
+  CHECK(shape(g, "reversed") == "[batch, seq, 768]");
+  CHECK(shape(g, "head") == "[batch, 10, 768]");  // a constant bound is taken to lie inside seq
+  CHECK(shape(g, "even") == "[batch, seq, 384]");
+  CHECK(shape(g, "odd") == "[5]");
+  CHECK(shape(g, "clamped") == "[10]");
+  CHECK(shape(g, "empty") == "[0]");
+  CHECK(shape(g, "rev") == "[10]");
+  CHECK(shape(g, "down") == "[3]");
+  CHECK(g.warnings.empty());
+
+  Graph old = infer("opset 9\ninput x float32 20,10\nnode Slice x -> y starts=[0] ends=[5] axes=[1]");
+  CHECK(shape(old, "y") == "[20, 5]");
+  CHECK_THROWS_AS(infer("input x float32 4\nconst z int64 1 = 0\nnode Slice x z z z z -> y"), Error);
+}
+
+TEST_CASE("shape: Slice folds shape contents") {
+  Graph g = infer(R"(
+    input x float32 batch,seq,12,64
+    node Shape x -> s
+    const a int64 1 = 1
+    const b int64 1 = 3
+    const m2 int64 1 = -2
+    const big int64 1 = 9223372036854775807
+    const z int64 1 = 0
+    const two int64 1 = 2
+    node Slice s a b -> mid
+    node Slice s m2 big -> last2
+    node Slice s z big z two -> stepped
+  )");
+  CHECK(value(g, "mid") == "[seq, 12]");
+  CHECK(value(g, "last2") == "[12, 64]");
+  CHECK(value(g, "stepped") == "[batch, 12]");
+}
+
+TEST_CASE("shape: Gather family and scatters") {
+  Graph g = infer(R"(
+    input ids int64 batch,seq
+    param emb.weight float16 30522,768
+    input d float32 2,3,4
+    input ie int64 2,3,1
+    input ind int64 2,1,2
+    input ib int64 2,1
+    input upd float32 2,1,4
+    const col int64 - = 1
+    node Gather emb.weight ids -> e
+    node Gather d col -> g1 axis=1
+    node GatherElements d ie -> ge axis=2
+    node GatherND d ind -> gnd
+    node GatherND d ib -> gb batch_dims=1
+    node ScatterND d ind upd -> snd
+    node ScatterElements d ie ie -> se axis=2
+  )");
+  CHECK(shape(g, "e") == "[batch, seq, 768]");
+  CHECK(dtype(g, "e") == "float16");
+  CHECK(shape(g, "g1") == "[2, 4]");
+  CHECK(shape(g, "ge") == "[2, 3, 1]");
+  CHECK(shape(g, "gnd") == "[2, 1, 4]");
+  CHECK(shape(g, "gb") == "[2, 4]");
+  CHECK(shape(g, "snd") == "[2, 3, 4]");
+  CHECK(shape(g, "se") == "[2, 3, 4]");
+  CHECK_THROWS_AS(infer("const v int64 3 = 1,2,3\nconst i int64 - = 3\nnode Gather v i -> y"), Error);
+}
+
+TEST_CASE("shape: Expand, Tile, Pad") {
+  Graph g = infer(R"(
+    opset 18
+    input x float32 batch,1,64
+    input m float32 batch,10
+    const tgt int64 3 = 1,12,1
+    const reps int64 2 = 2,3
+    const pads int64 4 = 0,1,0,2
+    const pads1 int64 2 = 1,1
+    const ax int64 1 = 1
+    node Expand x tgt -> ex
+    node Shape x -> s
+    node Expand x s -> same
+    node Tile m reps -> t
+    node Pad m pads -> p
+    node Pad m pads1 - ax -> pa
+    const one int64 - = 1
+    node Expand one tgt -> ones
+  )");
+  CHECK(shape(g, "ex") == "[batch, 12, 64]");
+  CHECK(shape(g, "same") == "[batch, 1, 64]");
+  CHECK(shape(g, "t") == "[2*batch, 30]");
+  CHECK(shape(g, "p") == "[batch, 13]");
+  CHECK(shape(g, "pa") == "[batch, 12]");
+  CHECK(value(g, "ones") == "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]");
+  Graph old = infer("opset 2\ninput x float32 3,4\nnode Pad x -> y pads=1,0,1,0 mode=reflect");
+  CHECK(shape(old, "y") == "[5, 4]");
+}
+
+TEST_CASE("shape: Resize and Upsample") {
+  Graph g = infer(R"(
+    opset 18
+    input x float32 batch,3,h,w
+    input c float32 1,3,15,20
+    const scales float32 4 = 1,1,2,2
+    const half float32 4 = 1,1,0.5,0.5
+    const sizes int64 4 = 1,3,64,64
+    const none float32 0
+    const sz2 int64 2 = 10,10
+    node Resize x - scales -> up
+    node Resize c - half -> down
+    node Resize c - none sizes -> sized
+    node Resize c - - sz2 -> fit axes=2,3 keep_aspect_ratio_policy=not_larger
+    node Resize c - - sz2 -> cover axes=2,3 keep_aspect_ratio_policy=not_smaller
+  )");
+  CHECK(shape(g, "up") == "[batch, 3, 2*h, 2*w]");
+  CHECK(shape(g, "down") == "[1, 3, 7, 10]");
+  CHECK(shape(g, "sized") == "[1, 3, 64, 64]");
+  CHECK(shape(g, "fit") == "[1, 3, 8, 10]");     // scale min(10/15, 10/20) = 0.5 -> 7.5 rounds to 8
+  CHECK(shape(g, "cover") == "[1, 3, 10, 13]");  // scale 10/15: 20 * 0.667 = 13.3 -> 13
+  CHECK(g.warnings.empty());
+  Graph o10 = infer("opset 10\ninput x float32 1,3,8,8\nconst s float32 4 = 1,1,2,2\nnode Resize x s -> y");
+  CHECK(shape(o10, "y") == "[1, 3, 16, 16]");
+  Graph up = infer(R"(
+    opset 9
+    input x float32 1,3,8,8
+    const s float32 4 = 1,1,2,3
+    node Upsample x s -> y
+  )");
+  CHECK(shape(up, "y") == "[1, 3, 16, 24]");
+  Graph up7 = infer("opset 7\ninput x float32 1,3,8,8\nnode Upsample x -> y scales=1.0,1.0,2.0,2.0");
+  CHECK(shape(up7, "y") == "[1, 3, 16, 16]");
+  // Half of a symbolic size is not exact: the driver falls back.
+  Graph sym = infer("input x float32 1,3,h,w\nconst s float32 4 = 1,1,0.5,0.5\nnode Resize x - s -> y");
+  CHECK(!sym.warnings.empty());
+}
+
+TEST_CASE("shape: DepthToSpace, OneHot, NonZero") {
+  Graph g = infer(R"(
+    input x float32 batch,16,h,w
+    input y float32 1,4,8,8
+    input ids int64 batch,seq
+    const depth int64 - = 10
+    const vals float16 2 = 0,1
+    input nz float32 3,4
+    node DepthToSpace x -> d2s blocksize=2
+    node SpaceToDepth y -> s2d blocksize=2
+    node OneHot ids depth vals -> oh
+    node OneHot ids depth vals -> oh0 axis=0
+    node NonZero nz -> where :nzero
+  )");
+  CHECK(shape(g, "d2s") == "[batch, 4, 2*h, 2*w]");
+  CHECK(shape(g, "s2d") == "[1, 16, 4, 4]");
+  CHECK(shape(g, "oh") == "[batch, seq, 10]");
+  CHECK(dtype(g, "oh") == "float16");
+  CHECK(shape(g, "oh0") == "[10, batch, seq]");
+  CHECK(shape(g, "where") == "[2, nzero_nonzero]");
+  CHECK(dtype(g, "where") == "int64");
+  CHECK(g.warnings.size() == 1);
+  CHECK_THROWS_AS(infer("input x float32 1,6,2,2\nnode DepthToSpace x -> y blocksize=2"), Error);
+}
+
+TEST_CASE("shape: unsupported ops fall back with a warning") {
+  Graph g = infer("input x float32 batch,8\nnode FooBar x -> y\nnode Relu y -> z");
+  CHECK(shape(g, "y") == "[batch, 8]");
+  CHECK(shape(g, "z") == "[batch, 8]");
+  REQUIRE(!g.warnings.empty());
+  CHECK(g.warnings[0].find("FooBar") != std::string::npos);
+}
+
+TEST_CASE("shape: training facts") {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Expand", "Slice", "Split"}) {
+    CAPTURE(op);
+    CHECK(find_op("", op)->view);
+  }
+  CHECK(find_op("", "Reshape")->grad_of(0) == 'V');
+  CHECK(find_op("", "Reshape")->grad_of(1) == 'N');
+  CHECK(find_op("", "Expand")->grad_of(0) == 'A');
+  CHECK(find_op("", "Slice")->grad_of(0) == 'A');
+  CHECK(!find_op("", "Concat")->view);
+  CHECK(find_op("", "Concat")->grad_of(3) == 'V');
+  CHECK(find_op("", "Concat")->autocast == Autocast::Promote);
+  CHECK(find_op("", "Gather")->saves_input(1));
+  CHECK(find_op("", "Gather")->grad_of(1) == 'N');
+}
+
+}  // namespace
+}  // namespace memest
