@@ -288,8 +288,9 @@ class Builder {
     }
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
+    // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] >= 0) unref(block_of_[n.inputs[i]]);
+      if (n.inputs[i] >= 0 && g_.tensors[n.inputs[i]].producer >= 0) unref(block_of_[n.inputs[i]]);
     }
     for (int b : temps) unref(b);
     for (int b : out_blocks) unref(b);
