@@ -109,6 +109,29 @@ TEST_CASE("arith: Range") {
   CHECK_THROWS_AS(infer("const a int64 - = 0\nnode Range a a a -> r"), Error);
 }
 
+TEST_CASE("arith: random tensors") {
+  Graph g = infer(R"(
+    input x float16 batch,8
+    input p float32 batch,10
+    node RandomNormalLike x -> n
+    node RandomUniformLike x -> u dtype=1
+    node Bernoulli x -> b
+    node RandomNormal -> r shape=3,4
+    node RandomUniform -> ru shape=[5] dtype=10
+    node Multinomial p -> m sample_size=3 dtype=7
+  )");
+  CHECK(shape(g, "n") == "[batch, 8]");
+  CHECK(dtype(g, "n") == "float16");
+  CHECK(dtype(g, "u") == "float32");
+  CHECK(shape(g, "b") == "[batch, 8]");
+  CHECK(shape(g, "r") == "[3, 4]");
+  CHECK(dtype(g, "r") == "float32");
+  CHECK(shape(g, "ru") == "[5]");
+  CHECK(dtype(g, "ru") == "float16");
+  CHECK(shape(g, "m") == "[batch, 3]");
+  CHECK(dtype(g, "m") == "int64");
+}
+
 TEST_CASE("arith: EyeLike and facts") {
   Graph g = infer("input x int64 4,4\nnode EyeLike x -> e dtype=1\nnode EyeLike x -> f");
   CHECK(dtype(g, "e") == "float32");

@@ -148,6 +148,47 @@ TEST_CASE("elementwise: folding integer contents") {
   CHECK(value(c, "eq") == "[0, 0, 0, 0]");
 }
 
+TEST_CASE("elementwise: the float detour of interpolate sizes stays symbolic") {
+  Graph g = infer(R"(
+    input x float32 batch,3,h,w
+    input c float32 1,3,15,9
+    node Shape x -> s
+    const a int64 1 = 0
+    const b int64 1 = 2
+    const e int64 1 = 4
+    node Slice s a b -> nc
+    node Slice s b e -> hw
+    node Cast hw -> hwf to=1
+    const two float32 - = 2
+    node Mul hwf two -> scaled
+    node Floor scaled -> fl
+    node Cast fl -> hwi to=7
+    node Concat nc hwi -> sizes axis=0
+    node Resize x - - sizes -> up
+    node Shape c -> cs
+    node Slice cs b e -> chw
+    node Cast chw -> chwf to=1
+    const half float32 - = 0.5
+    node Mul chwf half -> chalf
+    node Floor chalf -> cfl
+    node Ceil chalf -> cce
+    node Round chalf -> cro
+    node Div chwf two -> cdiv
+    node Cast cfl -> cint to=7
+  )");
+  CHECK(value(g, "scaled") == "[2*h, 2*w]");
+  CHECK(value(g, "sizes") == "[batch, 3, 2*h, 2*w]");
+  CHECK(shape(g, "up") == "[batch, 3, 2*h, 2*w]");
+  CHECK(value(g, "chalf") == "?");  // 7.5 and 4.5 are not whole
+  CHECK(*testing::tensor(g, "chalf").fvalue == std::vector<double>{7.5, 4.5});
+  CHECK(*testing::tensor(g, "cce").fvalue == std::vector<double>{8, 5});
+  CHECK(*testing::tensor(g, "cro").fvalue == std::vector<double>{8, 4});  // halves round to even
+  CHECK(*testing::tensor(g, "cdiv").fvalue == std::vector<double>{7.5, 4.5});
+  CHECK(value(g, "cdiv") == "?");  // float division does not truncate
+  CHECK(value(g, "cint") == "[7, 4]");
+  CHECK(g.warnings.empty());
+}
+
 TEST_CASE("elementwise: training facts") {
   const OpInfo* mul = find_op("", "Mul");
   REQUIRE(mul);

@@ -183,6 +183,15 @@ TEST_CASE("shape: Slice") {
   CHECK(shape(g, "down") == "[3]");
   CHECK(g.warnings.empty());
 
+  // From 3 before the end to index 8 is "8 - (seq - 3)": not a size for long sequences.
+  Graph odd = infer(R"(
+    input x float32 seq
+    const s int64 1 = -3
+    const e int64 1 = 8
+    node Slice x s e -> y
+  )");
+  CHECK(!odd.warnings.empty());
+
   Graph old = infer("opset 9\ninput x float32 20,10\nnode Slice x -> y starts=[0] ends=[5] axes=[1]");
   CHECK(shape(old, "y") == "[20, 5]");
   CHECK_THROWS_AS(infer("input x float32 4\nconst z int64 1 = 0\nnode Slice x z z z z -> y"), Error);
@@ -301,6 +310,11 @@ TEST_CASE("shape: Resize and Upsample") {
   // Half of a symbolic size is not exact: the driver falls back.
   Graph sym = infer("input x float32 1,3,h,w\nconst s float32 4 = 1,1,0.5,0.5\nnode Resize x - s -> y");
   CHECK(!sym.warnings.empty());
+}
+
+TEST_CASE("shape: GridSample") {
+  Graph g = infer("opset 16\ninput x float32 batch,3,h,w\ninput grid float32 batch,7,9,2\nnode GridSample x grid -> y");
+  CHECK(shape(g, "y") == "[batch, 3, 7, 9]");
 }
 
 TEST_CASE("shape: DepthToSpace, OneHot, NonZero") {

@@ -1,5 +1,6 @@
-// Sources of shape arithmetic: Shape, Size, Constant, ConstantOfShape, Range,
-// EyeLike. Their outputs carry known contents for the rules downstream to fold.
+// Tensor sources: shape arithmetic (Shape, Size, Constant, ConstantOfShape,
+// Range), whose outputs carry known contents for the rules downstream to fold,
+// and generated tensors (EyeLike, random). None has a gradient.
 #include <algorithm>
 #include <cmath>
 
@@ -121,6 +122,26 @@ void eye_like(ShapeContext& ctx) {
   ctx.set_output(0, t, ctx.in_shape(0));
 }
 
+// RandomNormalLike, RandomUniformLike, Bernoulli: the input's shape, and the
+// `dtype` attribute's dtype or the input's.
+void random_like(ShapeContext& ctx) {
+  const DType t = ctx.has_attr("dtype") ? dtype_from_onnx(static_cast<int>(ctx.attr_int("dtype", 1))) : ctx.in_dtype(0);
+  ctx.set_output(0, t, ctx.in_shape(0));
+}
+
+// RandomNormal, RandomUniform: shape and dtype (float32 by default) from attributes.
+void random_tensor(ShapeContext& ctx) {
+  if (!ctx.has_attr("shape")) ctx.fail("missing attribute 'shape'");
+  ctx.set_output(0, dtype_from_onnx(static_cast<int>(ctx.attr_int("dtype", 1))), exprs(ctx.attr_ints("shape")));
+}
+
+// [batch, sample_size] class indices, int32 unless `dtype` says otherwise.
+void multinomial(ShapeContext& ctx) {
+  if (ctx.rank(0) != 2) ctx.fail("input must be [batch, classes], got " + shape_str(ctx.in_shape(0)));
+  ctx.set_output(0, dtype_from_onnx(static_cast<int>(ctx.attr_int("dtype", 6))),
+                 {ctx.in_shape(0)[0], Expr(ctx.attr_int("sample_size", 1))});
+}
+
 constexpr const char* kFamily = "arith";
 
 const OpInfo kOps[] = {
@@ -132,6 +153,12 @@ const OpInfo kOps[] = {
      .note = "a filled tensor: allocates, no gradient"},
     {.op = "Range", .family = kFamily, .shape = range, .autocast = Autocast::None},
     {.op = "EyeLike", .family = kFamily, .shape = eye_like, .autocast = Autocast::None},
+    {.op = "RandomNormalLike", .family = kFamily, .shape = random_like, .autocast = Autocast::None},
+    {.op = "RandomUniformLike", .family = kFamily, .shape = random_like, .autocast = Autocast::None},
+    {.op = "Bernoulli", .family = kFamily, .shape = random_like, .autocast = Autocast::None},
+    {.op = "RandomNormal", .family = kFamily, .shape = random_tensor, .autocast = Autocast::None},
+    {.op = "RandomUniform", .family = kFamily, .shape = random_tensor, .autocast = Autocast::None},
+    {.op = "Multinomial", .family = kFamily, .shape = multinomial, .autocast = Autocast::None},
 };
 
 }  // namespace

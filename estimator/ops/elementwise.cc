@@ -1,5 +1,6 @@
 // Elementwise ops: broadcasting arithmetic, comparisons and logic, unary math,
-// casts. Integer contents are folded so shape arithmetic stays symbolic.
+// casts. Known contents are folded so shape arithmetic stays symbolic, including
+// the float detour exporters take (Cast(Shape) * 2.0 -> Floor -> Cast).
 #include <cmath>
 
 #include "estimator/ops/registry.h"
@@ -81,48 +82,112 @@ std::optional<Expr> fold_abs(const Expr& a) {
   return Expr(*x < 0 ? -*x : *x);
 }
 
-// Element k of a value broadcast to n elements: either it has n, or it is a single one.
-const Expr* element(const std::vector<Expr>& v, size_t n, size_t k) {
+// Known contents of input i as integers: its integer contents, or float contents
+// that are all whole numbers (a shape cast to float and scaled by 2.0).
+std::optional<std::vector<Expr>> whole_contents(const ShapeContext& ctx, size_t i) {
+  if (const auto* v = ctx.in_value(i)) return *v;
+  const auto* f = ctx.in_fvalue(i);
+  if (!f) return std::nullopt;
+  std::vector<Expr> out;
+  for (double x : *f) {
+    if (!std::isfinite(x) || x != std::floor(x) || std::fabs(x) >= 9.2e18) return std::nullopt;
+    out.push_back(Expr(static_cast<int64_t>(x)));
+  }
+  return out;
+}
+
+// Element k of contents broadcast to n elements: either it has n, or it is a single one.
+template <typename T>
+const T* element(const std::vector<T>& v, size_t n, size_t k) {
   if (v.size() == n) return &v[k];
   if (v.size() == 1) return &v[0];
   return nullptr;
 }
 
-// Folds input contents into output 0's, when every input's contents are known
-// and each is either full-sized or a single element (shape arithmetic never
-// needs general broadcasting).
-template <size_t N, typename Apply>
-void fold_values(ShapeContext& ctx, const Shape& out, Apply apply) {
+// Folds input contents into output 0's when every input's contents are known and
+// each is either full-sized or a single element (shape arithmetic never needs
+// general broadcasting). Integer contents may be symbolic; float ones are constants.
+template <typename T, size_t N, typename Read, typename Apply, typename Store>
+void fold(ShapeContext& ctx, const Shape& out, Read read, Apply apply, Store store) {
   auto n = foldable_numel(out);
   if (!n) return;
-  const std::vector<Expr>* in[N];
+  std::optional<std::vector<T>> in[N];
   for (size_t i = 0; i < N; ++i) {
-    in[i] = ctx.in_value(i);
+    in[i] = read(ctx, i);
     if (!in[i]) return;
   }
-  std::vector<Expr> result;
+  std::vector<T> result;
   result.reserve(*n);
   for (size_t k = 0; k < *n; ++k) {
-    const Expr* e[N];
+    const T* e[N];
     for (size_t i = 0; i < N; ++i) {
       e[i] = element(*in[i], *n, k);
       if (!e[i]) return;
     }
-    std::optional<Expr> r = apply(e);
+    std::optional<T> r = apply(e);
     if (!r) return;
     result.push_back(std::move(*r));
   }
-  ctx.set_value(0, std::move(result));
+  store(ctx, std::move(result));
 }
+
+template <size_t N, typename Apply>
+void fold_values(ShapeContext& ctx, const Shape& out, Apply apply) {
+  fold<Expr, N>(ctx, out, whole_contents, apply,
+                [](ShapeContext& c, std::vector<Expr> v) { c.set_value(0, std::move(v)); });
+}
+
+template <size_t N, typename Apply>
+void fold_floats(ShapeContext& ctx, const Shape& out, Apply apply) {
+  fold<double, N>(ctx, out, const_floats, apply,
+                  [](ShapeContext& c, std::vector<double> v) { c.set_fvalue(0, std::move(v)); });
+}
+
+using FoldF = double (*)(double, double);
+double fadd(double a, double b) { return a + b; }
+double fsub(double a, double b) { return a - b; }
+double fmul(double a, double b) { return a * b; }
+double fdiv(double a, double b) { return a / b; }
 
 // ---- Shape rules -----------------------------------------------------------------
 
-template <Fold2 F>
-void binary(ShapeContext& ctx) {
-  Shape out = broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1));
-  ctx.set_output(0, promote(ctx.in_dtype(0), ctx.in_dtype(1)), out);
+// Integer contents fold through F (possibly symbolic); a float result also gets
+// float contents through G when every operand's are constant.
+template <Fold2 F, FoldF G>
+void fold_binary(ShapeContext& ctx, const Shape& out, DType t) {
   if constexpr (F != nullptr) {
     fold_values<2>(ctx, out, [](const Expr* const* e) { return F(*e[0], *e[1]); });
+  }
+  if constexpr (G != nullptr) {
+    if (is_floating(t)) {
+      fold_floats<2>(ctx, out, [](const double* const* e) -> std::optional<double> { return G(*e[0], *e[1]); });
+    }
+  }
+}
+
+template <Fold2 F, FoldF G>
+void binary(ShapeContext& ctx) {
+  Shape out = broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1));
+  const DType t = promote(ctx.in_dtype(0), ctx.in_dtype(1));
+  ctx.set_output(0, t, out);
+  fold_binary<F, G>(ctx, out, t);
+}
+
+// Float division keeps integer contents only when exact; integer division truncates.
+std::optional<Expr> fold_exact_div(const Expr& a, const Expr& b) {
+  auto x = a.as_const(), y = b.as_const();
+  if (x && y && (*y == 0 || *x % *y != 0)) return std::nullopt;
+  return fold_div(a, b);
+}
+
+void div_rule(ShapeContext& ctx) {
+  Shape out = broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1));
+  const DType t = promote(ctx.in_dtype(0), ctx.in_dtype(1));
+  ctx.set_output(0, t, out);
+  if (is_floating(t)) {
+    fold_binary<fold_exact_div, fdiv>(ctx, out, t);
+  } else {
+    fold_binary<fold_div, nullptr>(ctx, out, t);
   }
 }
 
@@ -148,6 +213,7 @@ void variadic(ShapeContext& ctx) {
   ctx.set_output(0, t, out);
   if (ctx.num_inputs() == 1) {
     if (const auto* v = ctx.in_value(0)) ctx.set_value(0, *v);
+    if (const auto* f = ctx.in_fvalue(0)) ctx.set_fvalue(0, *f);
   } else if constexpr (F != nullptr) {
     if (ctx.num_inputs() == 2) {
       fold_values<2>(ctx, out, [](const Expr* const* e) { return F(*e[0], *e[1]); });
@@ -173,6 +239,17 @@ void unary_folded(ShapeContext& ctx) {
   fold_values<1>(ctx, ctx.in_shape(0), [](const Expr* const* e) { return F(*e[0]); });
 }
 
+// Floor, Ceil and Round: whole numbers stay as they are; constant floats are rounded.
+template <double (*R)(double)>
+void rounding(ShapeContext& ctx) {
+  same(ctx);
+  if (const auto* v = ctx.in_value(0)) ctx.set_value(0, *v);
+  fold_floats<1>(ctx, ctx.in_shape(0), [](const double* const* e) -> std::optional<double> { return R(*e[0]); });
+}
+double round_down(double x) { return std::floor(x); }
+double round_up(double x) { return std::ceil(x); }
+double round_half_even(double x) { return std::nearbyint(x); }  // ONNX Round: halves to even
+
 void not_rule(ShapeContext& ctx) {
   ctx.set_output(0, DType::Bool, ctx.in_shape(0));
   fold_values<1>(ctx, ctx.in_shape(0), [](const Expr* const* e) { return fold_not(*e[0]); });
@@ -186,24 +263,26 @@ void identity(ShapeContext& ctx) {
   if (const auto* f = ctx.in_fvalue(0)) ctx.set_fvalue(0, *f);
 }
 
-// Casts carry contents across: ints stay ints (bool becomes 0/1), constant ints
-// become floats, and floats become ints by truncation, as a cast does.
+// Casts carry contents across. Integer contents survive any cast to a number
+// (a shape cast to float stays symbolic, to be scaled and cast back); bool
+// becomes 0/1; floats become integers by truncation, as a cast does.
 void cast_to(ShapeContext& ctx, DType to) {
   if (to == DType::Undefined) ctx.fail("cast to an unknown dtype");
   ctx.set_output(0, to, ctx.in_shape(0));
-  const auto* v = ctx.in_value(0);
-  const auto* f = ctx.in_fvalue(0);
-  if (is_floating(to)) {
-    if (auto c = const_floats(ctx, 0)) ctx.set_fvalue(0, *c);
-  } else if (to == DType::Bool) {
+  if (to == DType::Bool) {
     if (auto c = const_floats(ctx, 0)) {
       std::vector<Expr> b;
       for (double x : *c) b.push_back(Expr(x != 0 ? 1 : 0));
       ctx.set_value(0, std::move(b));
     }
-  } else if (v) {
+    return;
+  }
+  if (is_floating(to)) {
+    if (auto c = const_floats(ctx, 0)) ctx.set_fvalue(0, *c);
+  }
+  if (const auto* v = ctx.in_value(0)) {
     ctx.set_value(0, *v);
-  } else if (f) {
+  } else if (const auto* f = ctx.in_fvalue(0); f && !is_floating(to)) {
     std::vector<Expr> ints;
     for (double x : *f) {
       if (!std::isfinite(x) || std::fabs(x) >= 9.2e18) return;
@@ -226,24 +305,24 @@ constexpr const char* kFamily = "elementwise";
 
 const OpInfo kOps[] = {
     // Binary arithmetic (torch type promotion: no cast copies).
-    {.op = "Add", .family = kFamily, .shape = binary<fold_add>, .autocast = Autocast::Promote,
+    {.op = "Add", .family = kFamily, .shape = binary<fold_add, fadd>, .autocast = Autocast::Promote,
      .grads = "VV", .note = "a + b; the gradient passes through (broadcast inputs get a sum)"},
-    {.op = "Sub", .family = kFamily, .shape = binary<fold_sub>, .autocast = Autocast::Promote,
+    {.op = "Sub", .family = kFamily, .shape = binary<fold_sub, fsub>, .autocast = Autocast::Promote,
      .grads = "VA", .note = "a - b; b's gradient is a negated copy"},
-    {.op = "Mul", .family = kFamily, .shape = binary<fold_mul>, .autocast = Autocast::Promote,
+    {.op = "Mul", .family = kFamily, .shape = binary<fold_mul, fmul>, .autocast = Autocast::Promote,
      .saved_if_other = bits({0, 1}), .grads = "AA", .note = "a * b; each operand kept for the other's gradient"},
-    {.op = "Div", .family = kFamily, .shape = binary<fold_div>, .autocast = Autocast::Promote,
+    {.op = "Div", .family = kFamily, .shape = div_rule, .autocast = Autocast::Promote,
      .saved_inputs = bits({1}), .saved_if_other = bits({0}), .grads = "AA",
      .note = "a / b; keeps b, and a when b needs a gradient"},
     {.op = "Pow", .family = kFamily, .shape = pow_rule, .autocast = Autocast::Fp32, .saved_inputs = bits({0, 1}),
      .grads = "AA", .note = "a ** b; autocast runs it in fp32"},
-    {.op = "Mod", .family = kFamily, .shape = binary<fold_mod>, .autocast = Autocast::Promote, .grads = "VA",
+    {.op = "Mod", .family = kFamily, .shape = binary<fold_mod, nullptr>, .autocast = Autocast::Promote, .grads = "VA",
      .note = "remainder (fmod passes a's gradient through)"},
-    {.op = "BitShift", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None,
+    {.op = "BitShift", .family = kFamily, .shape = binary<nullptr, nullptr>, .autocast = Autocast::None,
      .note = "integer shift"},
-    {.op = "BitwiseAnd", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None},
-    {.op = "BitwiseOr", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None},
-    {.op = "BitwiseXor", .family = kFamily, .shape = binary<nullptr>, .autocast = Autocast::None},
+    {.op = "BitwiseAnd", .family = kFamily, .shape = binary<nullptr, nullptr>, .autocast = Autocast::None},
+    {.op = "BitwiseOr", .family = kFamily, .shape = binary<nullptr, nullptr>, .autocast = Autocast::None},
+    {.op = "BitwiseXor", .family = kFamily, .shape = binary<nullptr, nullptr>, .autocast = Autocast::None},
     {.op = "BitwiseNot", .family = kFamily, .shape = same, .autocast = Autocast::None},
 
     // Variadic.
@@ -301,9 +380,9 @@ const OpInfo kOps[] = {
     {.op = "Asinh", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
     {.op = "Acosh", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
     {.op = "Atanh", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A"},
-    {.op = "Floor", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
-    {.op = "Ceil", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
-    {.op = "Round", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
+    {.op = "Floor", .family = kFamily, .shape = rounding<round_down>, .grads = "A", .note = "gradient is zeros_like"},
+    {.op = "Ceil", .family = kFamily, .shape = rounding<round_up>, .grads = "A", .note = "gradient is zeros_like"},
+    {.op = "Round", .family = kFamily, .shape = rounding<round_half_even>, .grads = "A", .note = "gradient is zeros_like"},
     {.op = "Sign", .family = kFamily, .shape = same, .grads = "A", .note = "gradient is zeros_like"},
     {.op = "Clip", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "ANN",
      .note = "clamp; keeps its input for the in-range mask"},

@@ -273,6 +273,14 @@ std::optional<Expr> symbolic_slice(const Expr& d, Expr s, Expr e, int64_t step) 
   return ceil_div(s - e, -step);
 }
 
+// A symbolic extent that goes negative for large dims ("8 - seq" from a negative
+// start and a positive end) is not a size: leave the slice undecided instead.
+bool plausible_extent(const Expr& n) {
+  Bindings large;
+  for (SymbolId s : n.symbols()) large.set(s, 1 << 10);
+  return n.eval(large) >= 0;
+}
+
 void slice(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
   std::vector<Expr> starts, ends;
@@ -322,6 +330,7 @@ void slice(ShapeContext& ctx) {
     auto n = symbolic_slice(d, starts[i], ends[i], steps[i]);
     if (!n) return;
     if (auto c = n->as_const(); c && *c < 0) n = Expr(0);
+    if (!plausible_extent(*n)) return;
     out[axes[i]] = *n;
   }
   ctx.set_output(0, ctx.in_dtype(0), out);
@@ -503,6 +512,18 @@ void resize(ShapeContext& ctx) { resample(ctx, ctx.opset() < 11 ? 1 : 2, ctx.ops
 // Upsample takes scales as an attribute (opset 7) or input 1 (9).
 void upsample(ShapeContext& ctx) { resample(ctx, 1, false); }
 
+// grid [N, H_out, W_out(, D_out), rank-2] gives the output's spatial dims.
+void grid_sample(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  const Shape& grid = ctx.in_shape(1);
+  if (x.size() < 3 || grid.size() != x.size()) {
+    ctx.fail("input " + shape_str(x) + " and grid " + shape_str(grid) + " do not match");
+  }
+  Shape out = {x[0], x[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  ctx.set_output(0, ctx.in_dtype(0), out);
+}
+
 int64_t blocksize(const ShapeContext& ctx) {
   if (ctx.rank(0) != 4) ctx.fail("input must be [N, C, H, W], got " + shape_str(ctx.in_shape(0)));
   const int64_t b = ctx.attr_int("blocksize", 0);
@@ -587,6 +608,8 @@ const OpInfo kOps[] = {
      .note = "copies; constant padding's backward is a slice, reflect/edge allocate"},
     {.op = "Resize", .family = kFamily, .shape = resize, .grads = "ANNN", .note = "interpolate: nothing kept"},
     {.op = "Upsample", .family = kFamily, .shape = upsample, .grads = "AN", .note = "Resize before opset 10"},
+    {.op = "GridSample", .family = kFamily, .shape = grid_sample, .autocast = Autocast::Promote,
+     .saved_inputs = bits({0, 1}), .grads = "AA", .note = "grid_sampler: keeps input and grid"},
     {.op = "DepthToSpace", .family = kFamily, .shape = depth_to_space, .grads = "A",
      .note = "pixel_shuffle: reshape, permute and a copy"},
     {.op = "SpaceToDepth", .family = kFamily, .shape = space_to_depth, .grads = "A",
