@@ -1,0 +1,25 @@
+# Tests that run the built binary: bad input, golden CLI output, and the accuracy
+# regression against the committed GPU measurements. They use Debian's python3
+# (python3-onnx builds the bad files; compare needs no torch).
+find_program(MEMEST_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT MEMEST_PYTHON)
+  find_program(MEMEST_PYTHON NAMES python3)
+endif()
+
+add_test(NAME cli_bad_input
+         COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/bad_input_test.py $<TARGET_FILE:memest>)
+set_tests_properties(cli_bad_input PROPERTIES TIMEOUT 300)
+
+if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py)
+  add_test(NAME cli_golden
+           COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py $<TARGET_FILE:memest>
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endif()
+
+if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/h200-torch2.11.jsonl)
+  add_test(NAME accuracy_regression
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/h200-torch2.11.jsonl
+                   --memest $<TARGET_FILE:memest> --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_regression PROPERTIES TIMEOUT 600)
+endif()
