@@ -148,6 +148,30 @@ TEST_CASE("elementwise: folding integer contents") {
   CHECK(value(c, "eq") == "[0, 0, 0, 0]");
 }
 
+TEST_CASE("elementwise: comparisons a dimension's range decides") {
+  Graph g = infer(R"(
+    const s int64 3 = batch,-1,-1
+    const m1 int64 - = -1
+    const one int64 - = 1
+    const zero int64 - = 0
+    const t int64 1 = seq
+    node Equal s m1 -> eq
+    node Max s one -> mx
+    node Less s zero -> lt
+    node GreaterOrEqual s one -> ge
+    node LessOrEqual t one -> le
+    const u int64 1 = batch
+    node Mul u t -> st
+    node Greater st zero -> gt
+  )");
+  CHECK(value(g, "eq") == "[0, 1, 1]");
+  CHECK(value(g, "mx") == "[batch, 1, 1]");
+  CHECK(value(g, "lt") == "[0, 1, 1]");
+  CHECK(value(g, "ge") == "[1, 0, 0]");
+  CHECK(value(g, "le") == "?");  // seq may be 1
+  CHECK(value(g, "gt") == "[1]");  // batch*seq >= 1
+}
+
 TEST_CASE("elementwise: the float detour of interpolate sizes stays symbolic") {
   Graph g = infer(R"(
     input x float32 batch,3,h,w

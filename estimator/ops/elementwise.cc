@@ -40,35 +40,38 @@ std::optional<Expr> fold_mod(const Expr& a, const Expr& b) {
   return Expr(r);
 }
 
+// Comparisons decide what dim ranges allow: batch == -1 is false, batch >= 1 true.
+std::optional<Expr> as_bool(std::optional<bool> b) {
+  if (!b) return std::nullopt;
+  return Expr(*b ? 1 : 0);
+}
 std::optional<Expr> fold_equal(const Expr& a, const Expr& b) {
   if (a == b) return Expr(1);
-  if (a.is_const() && b.is_const()) return Expr(0);
+  if (dim_less(a, b, false) == true || dim_less(b, a, false) == true) return Expr(0);
   return std::nullopt;  // two different expressions may still be equal at run time
 }
+std::optional<Expr> fold_less(const Expr& a, const Expr& b) { return as_bool(dim_less(a, b, false)); }
+std::optional<Expr> fold_greater(const Expr& a, const Expr& b) { return as_bool(dim_less(b, a, false)); }
+std::optional<Expr> fold_less_eq(const Expr& a, const Expr& b) { return as_bool(dim_less(a, b, true)); }
+std::optional<Expr> fold_greater_eq(const Expr& a, const Expr& b) { return as_bool(dim_less(b, a, true)); }
 
-template <bool (*Cmp)(int64_t, int64_t)>
-std::optional<Expr> fold_compare(const Expr& a, const Expr& b) {
-  auto x = a.as_const(), y = b.as_const();
-  if (!x || !y) return std::nullopt;
-  return Expr(Cmp(*x, *y) ? 1 : 0);
-}
-bool less(int64_t a, int64_t b) { return a < b; }
-bool greater(int64_t a, int64_t b) { return a > b; }
-bool less_eq(int64_t a, int64_t b) { return a <= b; }
-bool greater_eq(int64_t a, int64_t b) { return a >= b; }
-bool both(int64_t a, int64_t b) { return a != 0 && b != 0; }
-bool either(int64_t a, int64_t b) { return a != 0 || b != 0; }
-bool one_of(int64_t a, int64_t b) { return (a != 0) != (b != 0); }
-bool take_min(int64_t a, int64_t b) { return a < b; }
-
-// Min/Max of constants only: a symbol's value is not known to be larger or smaller.
+// Min/Max: the smaller or larger when the ranges tell (Max(batch, 1) is batch).
 template <bool Min>
 std::optional<Expr> fold_minmax(const Expr& a, const Expr& b) {
-  if (a == b) return a;
+  if (dim_less(a, b, true) == true) return Min ? a : b;
+  if (dim_less(b, a, true) == true) return Min ? b : a;
+  return std::nullopt;
+}
+
+template <bool (*Op)(bool, bool)>
+std::optional<Expr> fold_logic(const Expr& a, const Expr& b) {
   auto x = a.as_const(), y = b.as_const();
   if (!x || !y) return std::nullopt;
-  return Expr(take_min(*x, *y) == Min ? *x : *y);
+  return Expr(Op(*x != 0, *y != 0) ? 1 : 0);
 }
+bool both(bool a, bool b) { return a && b; }
+bool either(bool a, bool b) { return a || b; }
+bool one_of(bool a, bool b) { return a != b; }
 
 std::optional<Expr> fold_neg(const Expr& a) { return Expr(0) - a; }
 std::optional<Expr> fold_not(const Expr& a) {
@@ -337,15 +340,15 @@ const OpInfo kOps[] = {
 
     // Comparisons and logic: boolean results, no gradient.
     {.op = "Equal", .family = kFamily, .shape = predicate<fold_equal>, .autocast = Autocast::None},
-    {.op = "Less", .family = kFamily, .shape = predicate<fold_compare<less>>, .autocast = Autocast::None},
-    {.op = "Greater", .family = kFamily, .shape = predicate<fold_compare<greater>>, .autocast = Autocast::None},
-    {.op = "LessOrEqual", .family = kFamily, .shape = predicate<fold_compare<less_eq>>,
+    {.op = "Less", .family = kFamily, .shape = predicate<fold_less>, .autocast = Autocast::None},
+    {.op = "Greater", .family = kFamily, .shape = predicate<fold_greater>, .autocast = Autocast::None},
+    {.op = "LessOrEqual", .family = kFamily, .shape = predicate<fold_less_eq>,
      .autocast = Autocast::None},
-    {.op = "GreaterOrEqual", .family = kFamily, .shape = predicate<fold_compare<greater_eq>>,
+    {.op = "GreaterOrEqual", .family = kFamily, .shape = predicate<fold_greater_eq>,
      .autocast = Autocast::None},
-    {.op = "And", .family = kFamily, .shape = predicate<fold_compare<both>>, .autocast = Autocast::None},
-    {.op = "Or", .family = kFamily, .shape = predicate<fold_compare<either>>, .autocast = Autocast::None},
-    {.op = "Xor", .family = kFamily, .shape = predicate<fold_compare<one_of>>, .autocast = Autocast::None},
+    {.op = "And", .family = kFamily, .shape = predicate<fold_logic<both>>, .autocast = Autocast::None},
+    {.op = "Or", .family = kFamily, .shape = predicate<fold_logic<either>>, .autocast = Autocast::None},
+    {.op = "Xor", .family = kFamily, .shape = predicate<fold_logic<one_of>>, .autocast = Autocast::None},
     {.op = "Not", .family = kFamily, .shape = not_rule, .autocast = Autocast::None},
     {.op = "IsNaN", .family = kFamily, .shape = to_bool, .autocast = Autocast::None},
     {.op = "IsInf", .family = kFamily, .shape = to_bool, .autocast = Autocast::None},

@@ -125,6 +125,24 @@ std::optional<Expr> ceil_div(const Expr& e, int64_t d) {
   return floor_div(e + Expr(d - 1), d);
 }
 
+DimRange dim_range(const Expr& e) {
+  if (auto c = e.as_const()) return {c, c};
+  Expr symbols(1);
+  for (SymbolId s : e.symbols()) symbols = symbols * Expr::symbol(s);
+  auto coeff = e.div_exact(symbols);
+  auto c = coeff ? coeff->as_const() : std::nullopt;
+  if (c && *c > 0) return {c, std::nullopt};
+  return {};
+}
+
+std::optional<bool> dim_less(const Expr& a, const Expr& b, bool or_equal) {
+  if (a == b) return or_equal;
+  const DimRange x = dim_range(a), y = dim_range(b);
+  if (x.hi && y.lo && (or_equal ? *x.hi <= *y.lo : *x.hi < *y.lo)) return true;
+  if (x.lo && y.hi && (or_equal ? *x.lo > *y.hi : *x.lo >= *y.hi)) return false;
+  return std::nullopt;
+}
+
 std::optional<Expr> window_dim(const Expr& in, int64_t kernel, int64_t stride, int64_t dilation,
                                int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
   const int64_t extent = checked_add(checked_mul(dilation, kernel - 1), 1);

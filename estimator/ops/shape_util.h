@@ -37,6 +37,16 @@ std::optional<Expr> floor_div(const Expr& e, int64_t d);
 /// ceil(e / d) under the same condition as floor_div.
 std::optional<Expr> ceil_div(const Expr& e, int64_t d);
 
+/// The values a dimension expression can take: a constant exactly; c * (product
+/// of symbols) with c > 0 at least c, since a symbol stands for a size >= 1;
+/// anything else is unbounded. Decides Equal(batch, -1) and Max(batch, 1).
+struct DimRange {
+  std::optional<int64_t> lo, hi;  ///< nullopt: unbounded on that side
+};
+DimRange dim_range(const Expr& e);
+/// a < b (or a <= b with `or_equal`) when the ranges decide it; nullopt otherwise.
+std::optional<bool> dim_less(const Expr& a, const Expr& b, bool or_equal);
+
 /// Output extent of one sliding-window axis (conv, pooling):
 /// floor((in + pad_begin + pad_end - dilation*(k-1) - 1) / stride) + 1. With
 /// ceil_mode the ceiling, minus a last window that would start in the right
