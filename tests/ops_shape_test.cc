@@ -72,6 +72,16 @@ TEST_CASE("shape: Reshape") {
   CHECK(shape(g, "heads") == "[batch, seq, 12, 64]");
   CHECK(shape(g, "rows") == "[batch*seq, 768]");
   CHECK(shape(g, "keep0") == "[0, 3]");
+  // Shared dims cancel before dividing: (768*b*s + 768*b) / (12*b*s + 12*b) is not a monomial division.
+  Graph plus = infer(R"(
+    input x float32 batch,seq,768
+    input cls float32 batch,1,768
+    node Concat cls x -> wide axis=1
+    const heads int64 4 = 0,0,12,-1
+    node Reshape wide heads -> y
+  )");
+  CHECK(shape(plus, "wide") == "[batch, seq + 1, 768]");
+  CHECK(shape(plus, "y") == "[batch, seq + 1, 12, 64]");
   CHECK_THROWS_WITH_AS(infer("input x float32 2,5\nconst s int64 2 = 3,-1\nnode Reshape x s -> y :r"),
                        "<text>: node 'r': Reshape: cannot reshape [2, 5] to [3, -1]: 10 elements do not divide by 3",
                        Error);

@@ -75,14 +75,16 @@ void conv_transpose(ShapeContext& ctx) {
   const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   if (auto_pad == "VALID") pads.assign(2 * n, 0);
   for (size_t i = 0; i < n; ++i) {
+    if ((*kernel)[i] <= 0 || strides[i] <= 0 || dilations[i] <= 0) {
+      ctx.fail("kernel_shape, strides and dilations must be positive");
+    }
     const Expr& in = x[i + 2];
     if (same) {
       out.push_back(in * Expr(strides[i]));
       continue;
     }
-    const int64_t extent = checked_add(checked_mul(dilations[i], (*kernel)[i] - 1), 1);
-    const int64_t fixed = checked_add(checked_add(out_pad[i], extent), -checked_add(pads[i], pads[i + n]));
-    out.push_back(Expr(strides[i]) * (in - Expr(1)) + Expr(fixed));
+    const Expr extent = Expr(dilations[i]) * Expr((*kernel)[i] - 1) + Expr(1);
+    out.push_back(Expr(strides[i]) * (in - Expr(1)) + Expr(out_pad[i]) + extent - Expr(pads[i]) - Expr(pads[i + n]));
   }
   ctx.set_output(0, ctx.in_dtype(0), out);
 }

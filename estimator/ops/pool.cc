@@ -50,7 +50,7 @@ void max_unpool(ShapeContext& ctx) {
   }
   Shape out = {x[0], x[1]};
   for (size_t i = 0; i < n; ++i) {
-    out.push_back((x[i + 2] - Expr(1)) * Expr(strides[i]) + Expr(kernel[i] - pads[i] - pads[i + n]));
+    out.push_back((x[i + 2] - Expr(1)) * Expr(strides[i]) + Expr(kernel[i]) - Expr(pads[i]) - Expr(pads[i + n]));
   }
   ctx.set_output(0, ctx.in_dtype(0), out);
 }

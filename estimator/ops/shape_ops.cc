@@ -46,9 +46,21 @@ void reshape(ShapeContext& ctx) {
       out.push_back(target[i]);
     }
   }
-  const Expr total = product(x);
-  const Expr known = product(out);
   if (infer >= 0) {
+    // Cancel the dims both sides share first, so [b, s+1, 768] -> [b, s+1, 12, -1]
+    // divides 768 by 12 instead of a sum of terms by another.
+    Shape num = x, den = out;
+    den.erase(den.begin() + infer);
+    for (auto it = den.begin(); it != den.end();) {
+      auto same = std::find(num.begin(), num.end(), *it);
+      if (same == num.end()) {
+        ++it;
+      } else {
+        num.erase(same);
+        it = den.erase(it);
+      }
+    }
+    const Expr total = product(num), known = product(den);
     auto rest = total.div_exact(known);
     if (!rest) {
       // A constant mismatch is a broken graph; a symbolic one may only be beyond div_exact.
@@ -60,8 +72,8 @@ void reshape(ShapeContext& ctx) {
       return;
     }
     out[infer] = *rest;
-  } else if (total.is_const() && known.is_const() && total != known) {
-    ctx.fail("cannot reshape " + shape_str(x) + " (" + total.str() + " elements) to " + shape_str(out));
+  } else if (auto a = product(x).as_const(), b = product(out).as_const(); a && b && *a != *b) {
+    ctx.fail("cannot reshape " + shape_str(x) + " (" + std::to_string(*a) + " elements) to " + shape_str(out));
   }
   ctx.set_output(0, ctx.in_dtype(0), out);
   pass_value(ctx);
@@ -235,6 +247,7 @@ struct SliceRange {
 };
 SliceRange clamp_slice(int64_t d, int64_t s, int64_t e, int64_t step) {
   if (d == 0) return {0, 0};
+  step = std::clamp<int64_t>(step, -d - 1, d + 1);  // a longer stride takes one element all the same
   if (s < 0) s += d;
   if (e < 0) e += d;
   if (step > 0) {
@@ -318,7 +331,7 @@ void slice(ShapeContext& ctx) {
   Shape out = x;
   std::optional<int64_t> first;  // where a 1-D slice of constant bounds starts, for folding contents
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (steps[i] == 0) ctx.fail("step 0");
+    if (steps[i] == 0 || steps[i] == INT64_MIN) ctx.fail("step " + std::to_string(steps[i]) + " is not usable");
     const Expr& d = x[axes[i]];
     auto dc = d.as_const(), sc = starts[i].as_const(), ec = ends[i].as_const();
     if (dc && sc && ec) {
@@ -379,7 +392,7 @@ void gather_nd(ShapeContext& ctx) {
   if (idx.empty()) ctx.fail("indices must have rank >= 1");
   auto k = idx.back().as_const();
   if (!k) return;
-  if (b < 0 || b + *k > static_cast<int64_t>(x.size())) ctx.fail("indices " + shape_str(idx) + " index past " + shape_str(x));
+  if (b < 0 || *k < 0 || checked_add(b, *k) > static_cast<int64_t>(x.size())) ctx.fail("indices " + shape_str(idx) + " index past " + shape_str(x));
   Shape out(idx.begin(), idx.end() - 1);
   out.insert(out.end(), x.begin() + b + *k, x.end());
   ctx.set_output(0, ctx.in_dtype(0), out);
@@ -453,7 +466,11 @@ bool given(const ShapeContext& ctx, size_t i) {
 
 // floor(d * scale): exact for a constant d; for a symbolic one only when the scale is whole.
 std::optional<Expr> scaled(const Expr& d, double scale) {
-  if (auto c = d.as_const()) return Expr(static_cast<int64_t>(std::floor(static_cast<double>(*c) * scale)));
+  if (auto c = d.as_const()) {
+    const double out = std::floor(static_cast<double>(*c) * scale);
+    if (!(out >= 0 && out < 9e18)) return std::nullopt;
+    return Expr(static_cast<int64_t>(out));
+  }
   if (scale == std::floor(scale) && scale > 0 && scale < 1e9) return d * Expr(static_cast<int64_t>(scale));
   return std::nullopt;
 }
@@ -486,7 +503,9 @@ void resample(ShapeContext& ctx, size_t scales_at, bool has_sizes) {
         scale = smallest ? std::min(scale, r) : std::max(scale, r);
       }
       for (int64_t a : axes) {
-        out[a] = Expr(static_cast<int64_t>(std::round(static_cast<double>(*x[a].as_const()) * scale)));
+        const double d = std::round(static_cast<double>(*x[a].as_const()) * scale);
+        if (!(d >= 0 && d < 9e18)) ctx.fail("sizes give an unusable scale");
+        out[a] = Expr(static_cast<int64_t>(d));
       }
     }
   } else {
@@ -535,7 +554,7 @@ void depth_to_space(ShapeContext& ctx) {
   const int64_t b = blocksize(ctx);
   const Shape& x = ctx.in_shape(0);
   auto c = x[1].div_exact(Expr(checked_mul(b, b)));
-  if (!c) ctx.fail(x[1].str() + " channels do not divide by blocksize^2 = " + std::to_string(b * b));
+  if (!c) ctx.fail(x[1].str() + " channels do not divide by blocksize^2");
   ctx.set_output(0, ctx.in_dtype(0), {x[0], *c, x[2] * Expr(b), x[3] * Expr(b)});
 }
 
@@ -544,7 +563,7 @@ void space_to_depth(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
   auto h = x[2].div_exact(Expr(b)), w = x[3].div_exact(Expr(b));
   if (!h || !w) ctx.fail("spatial dims " + shape_str(x) + " do not divide by blocksize " + std::to_string(b));
-  ctx.set_output(0, ctx.in_dtype(0), {x[0], x[1] * Expr(b * b), *h, *w});
+  ctx.set_output(0, ctx.in_dtype(0), {x[0], x[1] * Expr(checked_mul(b, b)), *h, *w});
 }
 
 // ---- Index-valued ----------------------------------------------------------------
