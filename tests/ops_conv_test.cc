@@ -68,9 +68,9 @@ TEST_CASE("conv: output sizes") {
 }
 
 TEST_CASE("conv: errors and fallbacks") {
-  CHECK_THROWS_WITH_AS(infer("input x float32 1,32,8,8\nparam w float32 32,2,3,3\nnode Conv x w -> y group=32 :dw"),
-                       "<text>: node 'dw': Conv: input has 32 channels but weight [32, 2, 3, 3] with group 32 expects 64",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      infer("input x float32 1,32,8,8\nparam w float32 32,2,3,3\nnode Conv x w -> y group=32 :dw"),
+      "<text>: node 'dw': Conv: input has 32 channels but weight [32, 2, 3, 3] with group 32 expects 64", Error);
   CHECK_THROWS_AS(infer("input x float32 1,3,2,2\nparam w float32 8,3,3,3\nnode Conv x w -> y"), Error);
   CHECK_THROWS_AS(infer("input x float32 1,3,8\nparam w float32 8,3,3,3\nnode Conv x w -> y"), Error);
   // (h + 2 - 3) / 2 is not exact for a symbolic h: the driver falls back and says so.

@@ -77,7 +77,8 @@ TEST_CASE("matmul: einsum") {
   CHECK(shape(g, "total") == "[]");
   CHECK(shape(g, "trace") == "[batch, 12]");
   CHECK_THROWS_AS(infer("input a float32 3,4\nnode Einsum a a -> c equation=ij"), Error);
-  CHECK_THROWS_AS(infer("input a float32 3,4\ninput b float32 5,6\nnode Einsum a b -> c equation=\"ij,jk->ik\""), Error);
+  CHECK_THROWS_AS(infer("input a float32 3,4\ninput b float32 5,6\nnode Einsum a b -> c equation=\"ij,jk->ik\""),
+                  Error);
   CHECK_THROWS_AS(infer("input a float32 3,4\nnode Einsum a -> c equation=ijk->i"), Error);
   CHECK_THROWS_AS(infer("input a float32 3,4\nnode Einsum a -> c equation=ij->z"), Error);
 }

@@ -93,11 +93,9 @@ constexpr const char* kFamily = "conv";
 
 const OpInfo kOps[] = {
     {.op = "Conv", .family = kFamily, .shape = conv, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
-     .grads = "AAA",
-     .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
+     .grads = "AAA", .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
     {.op = "ConvTranspose", .family = kFamily, .shape = conv_transpose, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA",
-     .note = "transposed convolution; saves like Conv"},
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .note = "transposed convolution; saves like Conv"},
 };
 
 }  // namespace

@@ -33,7 +33,9 @@ void matmul(ShapeContext& ctx) {
 void gemm(ShapeContext& ctx) {
   const Shape& a = ctx.in_shape(0);
   const Shape& b = ctx.in_shape(1);
-  if (a.size() != 2 || b.size() != 2) ctx.fail("operands must be matrices, got " + shape_str(a) + " and " + shape_str(b));
+  if (a.size() != 2 || b.size() != 2) {
+    ctx.fail("operands must be matrices, got " + shape_str(a) + " and " + shape_str(b));
+  }
   const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
   check_inner(ctx, a[ta ? 0 : 1], b[tb ? 1 : 0]);
   ctx.set_output(0, promote(ctx.in_dtype(0), ctx.in_dtype(1)), {a[ta ? 1 : 0], b[tb ? 0 : 1]});
@@ -138,8 +140,8 @@ void einsum(ShapeContext& ctx) {
 constexpr const char* kFamily = "matmul";
 
 const OpInfo kOps[] = {
-    {.op = "MatMul", .family = kFamily, .shape = matmul, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AA", .note = "each operand kept for the other's gradient"},
+    {.op = "MatMul", .family = kFamily, .shape = matmul, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
+     .grads = "AA", .note = "each operand kept for the other's gradient"},
     {.op = "Gemm", .family = kFamily, .shape = gemm, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
      .grads = "AAA", .note = "addmm; A and B kept for each other's gradient, C's is a reduction"},
     {.op = "Einsum", .family = kFamily, .shape = einsum, .autocast = Autocast::Lower,

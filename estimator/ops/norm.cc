@@ -39,7 +39,9 @@ void group_norm(ShapeContext& ctx) {
   const int64_t groups = ctx.attr_int("num_groups", 0);
   if (groups <= 0) ctx.fail("num_groups must be positive");
   auto c = ctx.in_shape(0)[1].as_const();
-  if (c && *c % groups != 0) ctx.fail(std::to_string(*c) + " channels do not split into " + std::to_string(groups) + " groups");
+  if (c && *c % groups != 0) {
+    ctx.fail(std::to_string(*c) + " channels do not split into " + std::to_string(groups) + " groups");
+  }
   same(ctx);
 }
 
@@ -159,8 +161,8 @@ const OpInfo kOps[] = {
     {.op = "LpNormalization", .family = kFamily, .shape = lp_norm, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0}), .saved_extra = lp_norm_stats, .grads = "A",
      .note = "F.normalize: keeps input and the per-vector norms"},
-    {.op = "MeanVarianceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}),
-     .grads = "A", .note = "decomposed in torch; approximated as keeping the input"},
+    {.op = "MeanVarianceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+     .note = "decomposed in torch; approximated as keeping the input"},
     {.op = "Dropout", .family = kFamily, .shape = dropout, .saved_extra = dropout_mask, .grads = "ANN",
      .note = "keeps a bool mask of the input's size when training with ratio > 0"},
 };

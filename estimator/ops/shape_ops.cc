@@ -83,7 +83,9 @@ void flatten(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
   const int64_t r = static_cast<int64_t>(x.size());
   int64_t axis = ctx.attr_int("axis", 1);
-  if (axis < -r || axis > r) ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < -r || axis > r) {
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  }
   if (axis < 0) axis += r;
   ctx.set_output(0, ctx.in_dtype(0),
                  {product(Shape(x.begin(), x.begin() + axis)), product(Shape(x.begin() + axis, x.end()))});
@@ -148,7 +150,9 @@ void transpose(ShapeContext& ctx) {
   if (perm.empty()) {
     for (size_t i = x.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
   }
-  if (perm.size() != x.size()) ctx.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.size()));
+  if (perm.size() != x.size()) {
+    ctx.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.size()));
+  }
   perm = norm_axes(ctx, perm, x.size());
   Shape out;
   for (int64_t p : perm) out.push_back(x[p]);
@@ -373,7 +377,9 @@ void gather(ShapeContext& ctx) {
   const int64_t n = static_cast<int64_t>(v->size());
   std::vector<Expr> picked;
   for (int64_t i : *indices) {
-    if (i < -n || i >= n) ctx.fail("index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " elements");
+    if (i < -n || i >= n) {
+      ctx.fail("index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " elements");
+    }
     picked.push_back((*v)[i < 0 ? i + n : i]);
   }
   ctx.set_value(0, std::move(picked));
@@ -392,7 +398,9 @@ void gather_nd(ShapeContext& ctx) {
   if (idx.empty()) ctx.fail("indices must have rank >= 1");
   auto k = idx.back().as_const();
   if (!k) return;
-  if (b < 0 || *k < 0 || checked_add(b, *k) > static_cast<int64_t>(x.size())) ctx.fail("indices " + shape_str(idx) + " index past " + shape_str(x));
+  if (b < 0 || *k < 0 || checked_add(b, *k) > static_cast<int64_t>(x.size())) {
+    ctx.fail("indices " + shape_str(idx) + " index past " + shape_str(x));
+  }
   Shape out(idx.begin(), idx.end() - 1);
   out.insert(out.end(), x.begin() + b + *k, x.end());
   ctx.set_output(0, ctx.in_dtype(0), out);
@@ -421,7 +429,9 @@ void tile(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
   const auto* reps = ctx.in_value(1);
   if (!reps) return;
-  if (reps->size() != x.size()) ctx.fail("repeats has " + std::to_string(reps->size()) + " entries for rank " + std::to_string(x.size()));
+  if (reps->size() != x.size()) {
+    ctx.fail("repeats has " + std::to_string(reps->size()) + " entries for rank " + std::to_string(x.size()));
+  }
   Shape out;
   for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] * (*reps)[i]);
   ctx.set_output(0, ctx.in_dtype(0), out);
@@ -447,7 +457,9 @@ void pad(ShapeContext& ctx) {
   } else {
     for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
-  if (pads.size() != 2 * axes.size()) ctx.fail(std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) + " axes");
+  if (pads.size() != 2 * axes.size()) {
+    ctx.fail(std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) + " axes");
+  }
   Shape out = x;
   for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = x[axes[i]] + pads[i] + pads[i + axes.size()];
   for (const auto& d : out) {
@@ -596,10 +608,12 @@ void non_zero(ShapeContext& ctx) {
 constexpr const char* kFamily = "shape";
 
 const OpInfo kOps[] = {
-    {.op = "Reshape", .family = kFamily, .shape = reshape, .grads = "VN", .view = true},
-    {.op = "Flatten", .family = kFamily, .shape = flatten, .grads = "V", .view = true},
-    {.op = "Squeeze", .family = kFamily, .shape = squeeze, .grads = "VN", .view = true},
-    {.op = "Unsqueeze", .family = kFamily, .shape = unsqueeze, .grads = "VN", .view = true},
+    {.op = "Reshape", .family = kFamily, .shape = reshape, .grads = "VN", .view = true,
+     .note = "a view of a contiguous input"},
+    {.op = "Flatten", .family = kFamily, .shape = flatten, .grads = "V", .view = true,
+     .note = "a view of a contiguous input"},
+    {.op = "Squeeze", .family = kFamily, .shape = squeeze, .grads = "VN", .view = true, .note = "a view"},
+    {.op = "Unsqueeze", .family = kFamily, .shape = unsqueeze, .grads = "VN", .view = true, .note = "a view"},
     {.op = "Transpose", .family = kFamily, .shape = transpose, .grads = "V", .view = true,
      .note = "a strided view; a later op may copy it to make it contiguous"},
     {.op = "Concat", .family = kFamily, .shape = concat, .autocast = Autocast::Promote, .grads = "V",
@@ -610,12 +624,12 @@ const OpInfo kOps[] = {
      .note = "a view; backward writes the gradient into zeros of the input's size"},
     {.op = "Gather", .family = kFamily, .shape = gather, .saved_inputs = bits({1}), .grads = "AN",
      .note = "index_select/embedding: keeps the indices; backward allocates a dense gradient of the data"},
-    {.op = "GatherElements", .family = kFamily, .shape = gather_elements, .saved_inputs = bits({1}),
-     .grads = "AN", .note = "torch.gather: keeps the indices"},
+    {.op = "GatherElements", .family = kFamily, .shape = gather_elements, .saved_inputs = bits({1}), .grads = "AN",
+     .note = "torch.gather: keeps the indices"},
     {.op = "GatherND", .family = kFamily, .shape = gather_nd, .saved_inputs = bits({1}), .grads = "AN",
      .note = "advanced indexing: keeps the indices"},
-    {.op = "ScatterND", .family = kFamily, .shape = like_data, .autocast = Autocast::Promote,
-     .saved_inputs = bits({1}), .grads = "ANA", .note = "index_put: keeps the indices"},
+    {.op = "ScatterND", .family = kFamily, .shape = like_data, .autocast = Autocast::Promote, .saved_inputs = bits({1}),
+     .grads = "ANA", .note = "index_put: keeps the indices"},
     {.op = "ScatterElements", .family = kFamily, .shape = like_data, .saved_inputs = bits({1}), .grads = "ANA",
      .note = "scatter: keeps the indices"},
     {.op = "Scatter", .family = kFamily, .shape = like_data, .saved_inputs = bits({1}), .grads = "ANA",
@@ -633,7 +647,8 @@ const OpInfo kOps[] = {
      .note = "pixel_shuffle: reshape, permute and a copy"},
     {.op = "SpaceToDepth", .family = kFamily, .shape = space_to_depth, .grads = "A",
      .note = "pixel_unshuffle: reshape, permute and a copy"},
-    {.op = "OneHot", .family = kFamily, .shape = one_hot, .autocast = Autocast::None},
+    {.op = "OneHot", .family = kFamily, .shape = one_hot, .autocast = Autocast::None,
+     .note = "depth from input 1, dtype of the values; no gradient"},
     {.op = "NonZero", .family = kFamily, .shape = non_zero, .autocast = Autocast::None,
      .note = "data-dependent size: a fresh symbol"},
 };
