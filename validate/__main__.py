@@ -1,0 +1,47 @@
+"""python3 -m validate SUBCOMMAND ...  (or: python3 -m validate MODEL.pt --batch N ...)"""
+import os
+import sys
+
+USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a command for its options)
+
+  export      export the zoo to shape-only ONNX (models/<name>.onnx) and rebuild models/README.md
+  measure     run protocol.md's loop on the GPU; one JSON line per (model, config)
+  checkpoint  the same with torch.utils.checkpoint around each repeated block
+  maxbatch    largest batch that trains under a memory budget (binary search)
+  compare     run memest on measured cases and report the error
+  MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
+"""
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "export":
+        from validate import export
+        return export.main(rest)
+    if cmd == "measure":
+        from validate import measure
+        return measure.main(rest)
+    if cmd == "checkpoint":
+        from validate import measure
+        return measure.main(rest, checkpoint=True)
+    if cmd == "_worker":
+        from validate import measure
+        return measure.worker_main(rest)
+    if cmd == "maxbatch":
+        from validate import maxbatch
+        return maxbatch.main(rest)
+    if cmd == "compare":
+        from validate import compare
+        return compare.main(rest)
+    if cmd.endswith((".pt", ".pth", ".ts", ".jit")) or os.path.isfile(cmd):
+        from validate import user_model
+        return user_model.main(argv)
+    sys.stderr.write("validate: unknown command %r\n\n%s" % (cmd, USAGE))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]) or 0)

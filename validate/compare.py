@@ -1,0 +1,251 @@
+"""`validate compare RESULTS.jsonl --memest BIN`: memest's estimate against the measured truth.
+
+Needs no torch: it reads measured rows, runs `memest MODELS_DIR/ONNX ARGS... --json`
+for each row with status "ok", and reports error = (estimate - truth) / truth as
+protocol.md defines it: median and 90th percentile of |error|, the worst case, and
+how many cases underestimate by more than 2% (and 3%, the enforced threshold).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_rows(paths):
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    raise SystemExit("compare: %s:%d: not a JSON line" % (path, n))
+    return rows
+
+
+def run_memest(memest, onnx_path, args, timeout):
+    cmd = [memest, onnx_path] + list(args) + ["--json"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timeout after %ds" % timeout
+    except OSError as exc:
+        return None, str(exc)
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return None, "exit %d: %s" % (p.returncode, err[:200])
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        return None, "stdout is not one JSON object"
+    if not isinstance(out, dict) or not isinstance(out.get("peak_bytes"), int):
+        return None, "no integer peak_bytes in the JSON"
+    return out, None
+
+
+def percentile(values, q):
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    pos = (len(v) - 1) * q
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def summarize(cases):
+    errs = [c["error"] for c in cases if c.get("error") is not None]
+    absd = [abs(e) for e in errs]
+    worst = max(cases, key=lambda c: abs(c["error"])) if errs else None
+    return {
+        "n": len(errs),
+        "median": percentile(absd, 0.5),
+        "p90": percentile(absd, 0.9),
+        "worst": abs(worst["error"]) if worst else float("nan"),
+        "worst_case": ("%s %s" % (worst["model"], worst["config"])) if worst else None,
+        "worst_signed": worst["error"] if worst else None,
+        "under_2pct": sum(1 for e in errs if e < -0.02),
+        "under_3pct": sum(1 for e in errs if e < -0.03),
+    }
+
+
+def _mib(n):
+    return "%.1f" % (n / 2.0 ** 20)
+
+
+def write_svg(cases, path, title):
+    pts = [c for c in cases if c.get("error") is not None and c["measured"] > 0 and c["estimate"] > 0]
+    w, h, m = 640, 560, 70
+    if not pts:
+        lo_v, hi_v = 2.0 ** 20, 2.0 ** 30
+    else:
+        vals = [c["measured"] for c in pts] + [c["estimate"] for c in pts]
+        lo_v, hi_v = min(vals) / 1.3, max(vals) * 1.3
+    llo, lhi = math.log10(lo_v), math.log10(hi_v)
+
+    def sx(v):
+        return m + (math.log10(v) - llo) / (lhi - llo) * (w - 2 * m)
+
+    def sy(v):
+        return h - m - (math.log10(v) - llo) / (lhi - llo) * (h - 2 * m)
+
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+           'font-size="11">' % (w, h),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="20" font-size="14">%s</text>' % (m, _esc(title))]
+    out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#444"/>' % (m, m, w - 2 * m, h - 2 * m))
+    # gridlines at powers of two in GiB/MiB
+    v = 2.0 ** math.floor(math.log2(lo_v))
+    while v <= hi_v:
+        if v >= lo_v:
+            lab = "%g GiB" % (v / 2 ** 30) if v >= 2 ** 30 else "%g MiB" % (v / 2 ** 20)
+            out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/>' % (sx(v), m, sx(v), h - m))
+            out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>' % (m, sy(v), w - m, sy(v)))
+            out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (sx(v), h - m + 14, lab))
+            out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (m - 4, sy(v) + 4, lab))
+        v *= 4
+    out.append('<clipPath id="box"><rect x="%d" y="%d" width="%d" height="%d"/></clipPath>' % (
+        m, m, w - 2 * m, h - 2 * m))
+    for f, style in ((1.0, 'stroke="#333"'), (1.05, 'stroke="#999" stroke-dasharray="4 3"'),
+                     (0.95, 'stroke="#999" stroke-dasharray="4 3"')):
+        out.append('<line clip-path="url(#box)" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" %s/>' % (
+            sx(lo_v), sy(lo_v * f), sx(hi_v), sy(hi_v * f), style))
+    for c in pts:
+        col = "#c0392b" if c["error"] < -0.02 else ("#2e86c1" if abs(c["error"]) <= 0.05 else "#e67e22")
+        out.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" fill-opacity="0.8"><title>%s %s: measured %s MiB, '
+                   'estimate %s MiB (%+.1f%%)</title></circle>' % (
+                       sx(c["measured"]), sy(c["estimate"]), col, _esc(c["model"]), _esc(c["config"]),
+                       _mib(c["measured"]), _mib(c["estimate"]), 100 * c["error"]))
+    out.append('<text x="%d" y="%d" text-anchor="middle">measured peak (max_memory_allocated)</text>' % (w / 2, h - 25))
+    out.append('<text x="18" y="%d" transform="rotate(-90 18 %d)" text-anchor="middle">memest peak_bytes</text>'
+               % (h / 2, h / 2))
+    out.append('<text x="%d" y="%d" fill="#c0392b">red: underestimate &gt; 2%%</text>' % (m + 6, m + 14))
+    out.append('<text x="%d" y="%d" fill="#e67e22">orange: over by &gt; 5%%</text>' % (m + 6, m + 28))
+    out.append('<text x="%d" y="%d" fill="#999">dashed: +/-5%%</text>' % (m + 6, m + 42))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def _esc(s):
+    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="python3 -m validate compare")
+    p.add_argument("results", nargs="+", help="measured JSONL file(s), e.g. validate/results/h200-torch2.11.jsonl")
+    p.add_argument("--memest", default="build/memest")
+    p.add_argument("--models-dir", default="models", help="where each row's `onnx` file lies")
+    p.add_argument("--plot", default=None, help="write an SVG of estimate vs measurement")
+    p.add_argument("--enforce", action="store_true", help="exit 1 when a threshold is not met")
+    p.add_argument("--thresholds", default=os.path.join(HERE, "thresholds.json"))
+    p.add_argument("--models", default=None, help="only these models (comma-separated)")
+    p.add_argument("--include-checkpoint", action="store_true",
+                   help="also rows measured with activation checkpointing (memest cannot see it in the graph)")
+    p.add_argument("--jobs", type=int, default=4)
+    p.add_argument("--timeout", type=int, default=60, help="seconds per memest call")
+    p.add_argument("--json", default=None, help="write per-case results and the summary to this file")
+    args = p.parse_args(argv)
+    for path in args.results:
+        if not os.path.isfile(path):
+            sys.stderr.write("compare: %s: no such file\n" % path)
+            return 2
+    if not (os.path.isfile(args.memest) and os.access(args.memest, os.X_OK)):
+        sys.stderr.write("compare: %s: memest binary not found or not executable\n" % args.memest)
+        return 2
+    rows = [r for r in load_rows(args.results) if r.get("status") == "ok" and r.get("onnx")]
+    if not args.include_checkpoint:
+        rows = [r for r in rows if not r.get("checkpoint")]
+    if args.models:
+        keep = set(args.models.split(","))
+        rows = [r for r in rows if r["model"] in keep]
+    if not rows:
+        sys.stderr.write("compare: no measured rows with status ok\n")
+        return 2
+
+    def one(r):
+        onnx_path = os.path.join(args.models_dir, r["onnx"])
+        c = {"model": r["model"], "config": r.get("config", ""), "batch": r.get("batch"),
+             "measured": r["peak_allocated"], "measured_reserved": r.get("peak_reserved"),
+             "estimate": None, "error": None}
+        if not os.path.isfile(onnx_path):
+            c["failure"] = "%s: no such file" % onnx_path
+            return c
+        est, err = run_memest(args.memest, onnx_path, r["memest_args"], args.timeout)
+        if err:
+            c["failure"] = err
+            return c
+        c["estimate"] = est["peak_bytes"]
+        c["error"] = (est["peak_bytes"] - r["peak_allocated"]) / float(r["peak_allocated"])
+        if isinstance(est.get("reserved_bytes"), int) and r.get("peak_reserved"):
+            c["estimate_reserved"] = est["reserved_bytes"]
+            c["error_reserved"] = (est["reserved_bytes"] - r["peak_reserved"]) / float(r["peak_reserved"])
+        c["phase"] = est.get("phase")
+        return c
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        cases = list(ex.map(one, rows))
+
+    print("%-20s %-15s %6s %11s %11s %8s %11s %11s %8s" % (
+        "model", "config", "batch", "meas MiB", "est MiB", "error", "meas rsv", "est rsv", "error"))
+    for c in cases:
+        if c["error"] is None:
+            print("%-20s %-15s %6s %11s %11s  FAILED: %s" % (c["model"], c["config"], c["batch"],
+                                                            _mib(c["measured"]), "--", c.get("failure")))
+            continue
+        rsv = ("%11s %11s %+7.1f%%" % (_mib(c["measured_reserved"]), _mib(c["estimate_reserved"]),
+                                       100 * c["error_reserved"])) if "error_reserved" in c else ""
+        flag = "  <-- under" if c["error"] < -0.02 else ""
+        print("%-20s %-15s %6s %11s %11s %+7.1f%% %s%s" % (c["model"], c["config"], c["batch"], _mib(c["measured"]),
+                                                          _mib(c["estimate"]), 100 * c["error"], rsv, flag))
+    ok_cases = [c for c in cases if c["error"] is not None]
+    failures = [c for c in cases if c["error"] is None]
+    s = summarize(ok_cases)
+    s["memest_failures"] = len(failures)
+    rs = [c for c in ok_cases if "error_reserved" in c]
+    print()
+    print("cases %d (memest failed on %d)" % (len(cases), len(failures)))
+    if ok_cases:
+        print("peak: median |error| %.2f%%, p90 %.2f%%, worst %+.2f%% (%s), underestimates > 2%%: %d, > 3%%: %d" % (
+            100 * s["median"], 100 * s["p90"], 100 * s["worst_signed"], s["worst_case"], s["under_2pct"],
+            s["under_3pct"]))
+    if rs:
+        r_err = [abs(c["error_reserved"]) for c in rs]
+        s["reserved_median"] = percentile(r_err, 0.5)
+        s["reserved_p90"] = percentile(r_err, 0.9)
+        print("reserved: median |error| %.2f%%, p90 %.2f%% over %d cases" % (
+            100 * s["reserved_median"], 100 * s["reserved_p90"], len(rs)))
+    if args.plot:
+        write_svg(cases, args.plot, "memest vs measured peak (%d cases, median |err| %.1f%%)" % (
+            s["n"], 100 * s["median"] if ok_cases else float("nan")))
+        print("plot: %s" % args.plot)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": s, "cases": cases}, f, indent=1)
+    with open(args.thresholds) as f:
+        th = json.load(f)
+    failed = []
+    if not ok_cases:
+        failed.append("no case could be estimated")
+    else:
+        for key in ("median", "p90", "worst"):
+            if key in th and s[key] > th[key]:
+                failed.append("%s |error| %.2f%% > %.2f%%" % (key, 100 * s[key], 100 * th[key]))
+        if "under_3pct" in th and s["under_3pct"] > th["under_3pct"]:
+            failed.append("%d underestimates beyond 3%% (allowed %d)" % (s["under_3pct"], th["under_3pct"]))
+    if failures:
+        failed.append("memest failed on %d cases" % len(failures))
+    if failed:
+        print("thresholds (%s) not met: %s" % (os.path.relpath(args.thresholds), "; ".join(failed)))
+        return 1 if args.enforce else 0
+    print("thresholds met (%s)" % os.path.relpath(args.thresholds))
+    return 0
