@@ -38,6 +38,11 @@ TEST_CASE("activation: PRelu and softmax axes") {
   CHECK(shape(old, "y") == "[2, 3, 4]");
 }
 
+TEST_CASE("activation: softsign keeps its denominator") {
+  Graph g = infer("input x float16 batch,64\nnode Softsign x -> y");
+  CHECK(testing::extras(g, "y") == "64*batch:float16");
+}
+
 TEST_CASE("activation: training facts") {
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"}) {
     CAPTURE(op);

@@ -69,7 +69,8 @@ TEST_CASE("norm: instance, group, lp") {
   CHECK(shape(g, "gn") == "[batch, 32, 16, 16]");
   CHECK(shape(g, "lp") == "[batch, 32, 16, 16]");
   CHECK(shape(g, "mvn") == "[batch, 32, 16, 16]");
-  CHECK(extras(g, "i") == "32*batch:float32 32*batch:float32");
+  // The weight repeated per sample, then mean and invstd per (n, c).
+  CHECK(extras(g, "i") == "32*batch:float32 32*batch:float32 32*batch:float32");
   CHECK(extras(g, "gn") == "8*batch:float32 8*batch:float32");
   CHECK(extras(g, "lp") == "256*batch:float32 256*batch:float32");
   CHECK_THROWS_AS(infer("input x float32 1,30,4\nparam s float32 30\nnode GroupNormalization x s s -> y num_groups=8"),

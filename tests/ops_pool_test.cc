@@ -77,6 +77,8 @@ TEST_CASE("pool: training facts") {
   CHECK(extras(g, "y") == "200704*batch:int64");
   CHECK(extras(g, "gm") == "64*batch:int64");
   CHECK(extras(g, "ga") == "");
+  Graph lp = infer("input x float16 batch,8,16,16\nnode LpPool x -> y kernel_shape=2,2 strides=2,2");
+  CHECK(extras(lp, "y") == "2048*batch:float16 2560*batch:float16");  // x^p, five output-sized
   CHECK(find_op("", "MaxPool")->saves_input(0));
   CHECK(find_op("", "AveragePool")->saves_input(0));
   CHECK(find_op("", "GlobalAveragePool")->saved_inputs == 0);

@@ -374,6 +374,7 @@ TEST_CASE("shape: training facts") {
   CHECK(find_op("", "Concat")->autocast == Autocast::Promote);
   CHECK(find_op("", "Gather")->saves_input(1));
   CHECK(find_op("", "Gather")->grad_of(1) == 'N');
+  CHECK(find_op("", "GatherElements")->saved_inputs == bits({0, 1}));
 }
 
 }  // namespace

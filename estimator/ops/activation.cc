@@ -24,6 +24,13 @@ void softmax(ShapeContext& ctx) {
   same(ctx);
 }
 
+// softsign is x / (1 + |x|) in torch: the division keeps its input-sized denominator.
+std::vector<SavedExtra> softsign_denominator(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x) return {};
+  return {{product(*x), g.tensors[n.inputs[0]].dtype, "softsign 1 + |x|"}};
+}
+
 constexpr const char* kFamily = "activation";
 
 const OpInfo kOps[] = {
@@ -49,8 +56,8 @@ const OpInfo kOps[] = {
      .note = "backward reads the result"},
     {.op = "Softplus", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
      .grads = "A", .note = "backward reads the input; autocast runs it in fp32"},
-    {.op = "Softsign", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
-     .note = "x / (1 + |x|) in torch; approximated as keeping the input"},
+    {.op = "Softsign", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .saved_extra = softsign_denominator,
+     .grads = "A", .note = "x / (1 + |x|): keeps the input and the denominator"},
     {.op = "Gelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
      .note = "backward reads the input (opset 20)"},
     {.op = "Mish", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",

@@ -77,12 +77,15 @@ std::vector<SavedExtra> layer_norm_stats(const Graph& g, const Node& n) {
   return {stat(rows, "layer-norm mean"), stat(rows, "layer-norm rstd")};
 }
 
-// instance_norm runs batch_norm over a [1, N*C, ...] view: statistics per (n, c).
+// instance_norm runs batch_norm over a [1, N*C, ...] view with the weight repeated
+// N times: it keeps that repeated weight and fp32 statistics per (n, c).
 std::vector<SavedExtra> instance_norm_stats(const Graph& g, const Node& n) {
   const Shape* x = input_shape(g, n, 0);
   if (!x || x->size() < 2) return {};
   const Expr nc = (*x)[0] * (*x)[1];
-  return {stat(nc, "instance-norm save_mean"), stat(nc, "instance-norm save_invstd")};
+  const DType w = n.has_input(1) ? g.tensors[n.inputs[1]].dtype : g.tensors[n.inputs[0]].dtype;
+  return {{nc, w, "instance-norm repeated weight"}, stat(nc, "instance-norm save_mean"),
+          stat(nc, "instance-norm save_invstd")};
 }
 
 // native_group_norm keeps mean and rstd per (n, group).
@@ -150,9 +153,9 @@ const OpInfo kOps[] = {
     {.op = "LayerNormalization", .family = kFamily, .shape = layer_norm, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0, 1}), .saved_extra = layer_norm_stats, .grads = "AAA",
      .note = "keeps input, weight and fp32 mean/rstd per row; autocast runs it in fp32"},
-    {.op = "InstanceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0, 1}),
+    {.op = "InstanceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}),
      .saved_extra = instance_norm_stats, .grads = "AAA",
-     .note = "batch_norm over N*C channels: keeps input and fp32 stats per (n, c)"},
+     .note = "batch_norm over N*C channels: keeps input, the weight repeated per sample, fp32 stats"},
     {.op = "GroupNormalization", .family = kFamily, .shape = group_norm, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA",
      .note = "keeps input, weight and fp32 mean/rstd per (n, group)"},

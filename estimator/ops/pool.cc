@@ -63,6 +63,16 @@ std::vector<SavedExtra> pool_indices(const Graph& g, const Node& n) {
   return {{product(*out), DType::I64, "max-pool indices"}};
 }
 
+// lp_pool is (sign(a) * relu(|a|) * k).pow(1/p) with a = avg_pool(x.pow(p)):
+// autograd keeps x^p (input-sized) and five output-sized intermediates.
+std::vector<SavedExtra> lp_pool_intermediates(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  const Shape* out = output_shape(g, n, 0);
+  if (!x || !out) return {};
+  const DType t = g.tensors[n.inputs[0]].dtype;
+  return {{product(*x), t, "x^p"}, {product(*out) * Expr(5), t, "lp-pool intermediates"}};
+}
+
 constexpr const char* kFamily = "pool";
 
 const OpInfo kOps[] = {
@@ -70,14 +80,15 @@ const OpInfo kOps[] = {
      .grads = "A", .note = "keeps its input and int64 indices of the output's size"},
     {.op = "AveragePool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .grads = "A",
      .note = "keeps its input (avg_pool backward reads its shape and padding)"},
-    {.op = "LpPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .saved_outputs = bits({0}),
-     .grads = "A", .note = "(avg_pool(x^p))^(1/p) in torch; approximated as keeping input and output"},
+    {.op = "LpPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}),
+     .saved_extra = lp_pool_intermediates, .grads = "A",
+     .note = "keeps its input, x^p and five output-sized intermediates (measured)"},
     {.op = "GlobalAveragePool", .family = kFamily, .shape = global, .grads = "A",
      .note = "adaptive_avg_pool(1) runs as a mean: nothing kept"},
     {.op = "GlobalMaxPool", .family = kFamily, .shape = global, .saved_inputs = bits({0}), .saved_extra = pool_indices,
      .grads = "A", .note = "adaptive_max_pool(1): keeps input and indices"},
-    {.op = "GlobalLpPool", .family = kFamily, .shape = global, .saved_inputs = bits({0}), .saved_outputs = bits({0}),
-     .grads = "A", .note = "a p-norm per channel; approximated as keeping input and output"},
+    {.op = "GlobalLpPool", .family = kFamily, .shape = global, .saved_inputs = bits({0}),
+     .saved_extra = lp_pool_intermediates, .grads = "A", .note = "lp_pool over the whole plane"},
     {.op = "MaxUnpool", .family = kFamily, .shape = max_unpool, .saved_inputs = bits({1}), .grads = "ANN",
      .note = "scatter by indices; backward gathers by them"},
 };
