@@ -47,10 +47,15 @@ def clean_allocator(device, require_empty=True):
 
 
 class Phases:
-    """Per-phase peak and end-of-phase allocation, read at each boundary."""
+    """Per-phase peak and end-of-phase allocation, read at each boundary.
 
-    def __init__(self, device):
+    plain=True reads nothing until the final mark (protocol.md's loop verbatim: one
+    max_memory_allocated() at the end); used to check that instrumenting changes nothing.
+    """
+
+    def __init__(self, device, plain=False):
         self.cuda = is_cuda(device)
+        self.plain = plain
         self.rows = []
         self.t0 = time.time()
 
@@ -59,8 +64,10 @@ class Phases:
             torch.cuda.reset_peak_memory_stats()
         self.t0 = time.time()
 
-    def mark(self, it, phase):
+    def mark(self, it, phase, final=False):
         row = {"it": it, "phase": phase}
+        if self.plain and not final:
+            return
         if self.cuda:
             row.update(peak=torch.cuda.max_memory_allocated(), allocated=torch.cuda.memory_allocated(),
                        peak_reserved=torch.cuda.max_memory_reserved(), reserved=torch.cuda.memory_reserved())
@@ -196,6 +203,7 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
     info["x_bytes"] = sum(tensor_bytes(x) for x in xs)
     info["y_bytes"] = tensor_bytes(y) if y is not None else 0
     out = loss = None
+    scales = []
     for it in range(iters):
         opt.zero_grad(set_to_none=True)
         phases.mark(it, "zero_grad")
@@ -213,7 +221,16 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
             scaler.update()
         else:
             opt.step()
-        phases.mark(it, "step")
+        phases.mark(it, "step", final=(it == iters - 1))
+        if scaler is not None and scaler.is_enabled():
+            scales.append(float(scaler.get_scale()))  # a host copy: allocates nothing on the GPU
+    if scales:
+        # GradScaler halves its scale after skipping a step (inf/nan gradients); the default
+        # initial scale is 65536. A skipped first step means no optimizer state yet.
+        init = 65536.0
+        prev = [init] + scales[:-1]
+        info["scaler_scales"] = scales
+        info["steps_skipped"] = [int(s < p) for s, p in zip(scales, prev)]
     info["out_shape"] = list(out.shape)
     info["out_dtype"] = str(out.dtype).replace("torch.", "")
     info["loss_value"] = float(loss.detach().float().item())

@@ -79,10 +79,12 @@ def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=Fa
     if args.checkpoint:
         rec["checkpoint"] = "blocks"
     rec["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    phases = loop.Phases(args.device)
+    phases = loop.Phases(args.device, plain=args.plain)
     info = {}
     t0 = time.time()
     trace_rec = None
+    if args.plain:
+        rec["instrumented"] = False
     try:
         out_meta = None
         if entry.loss == "mse":
@@ -256,6 +258,8 @@ def parent(args, argv):
                "--trace-entries", str(args.trace_entries)]
         if args.checkpoint:
             cmd.append("--checkpoint")
+        if args.plain:
+            cmd.append("--plain")
         if args.deadline:
             cmd += ["--deadline", str(args.deadline)]
         rc = subprocess.call(cmd)
@@ -313,6 +317,8 @@ def add_args(p, checkpoint=False):
     p.add_argument("--deadline", type=float, default=0, help="unix time after which no case is started")
     p.add_argument("--max-restarts", type=int, default=6)
     p.add_argument("--command", default="")
+    p.add_argument("--plain", action="store_true",
+                   help="no per-phase reads: only max_memory_allocated() at the end (a check of the method)")
     p.set_defaults(checkpoint=checkpoint)
 
 

@@ -96,6 +96,11 @@ def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, sin
         v = e.get(tkey)
         return None if v is None else v * scale
 
+    # The trace holds requested sizes; the allocator counts blocks, rounded up to 512 bytes
+    # (a cached block handed out unsplit can be larger still, so the replay may stay a bit low).
+    for e in evs:
+        e["requested"] = e["size"]
+        e["size"] = max(512, (e["size"] + 511) // 512 * 512)
     cur = peak = 0
     peak_i = -1
     for i, e in enumerate(evs):
@@ -103,6 +108,10 @@ def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, sin
         if cur > peak:
             peak, peak_i = cur, i
     final_replay = cur
+    cur = peak_req = 0
+    for e in evs:
+        cur += e["requested"] if e["action"] == "alloc" else -e["requested"]
+        peak_req = max(peak_req, cur)
     live = {}
     alloc_i = {}
     for i, e in enumerate(evs[:peak_i + 1]):
@@ -117,7 +126,7 @@ def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, sin
 
     def describe(e):
         fr = _frames(e)
-        return {"size": e["size"], "phase": _phase_of(t_of(e), bounds),
+        return {"size": e["size"], "requested": e["requested"], "phase": _phase_of(t_of(e), bounds),
                 "frames": fr if fr else ["(no Python frame: autograd engine thread or C++)"]}
 
     groups = {}
@@ -164,6 +173,7 @@ def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, sin
     return {
         "n_events": len(evs),
         "replay_peak": peak,
+        "replay_peak_requested": peak_req,
         "measured_peak": measured_peak,
         "replay_matches": peak == measured_peak,
         "replay_final": final_replay,
