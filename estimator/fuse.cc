@@ -2,6 +2,8 @@
 // of the pattern's last node and the others are marked dead.
 #include "estimator/fuse.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 
 #include "estimator/ops/registry.h"
@@ -11,15 +13,38 @@ namespace {
 
 class Fuser {
  public:
-  explicit Fuser(Graph& g) : g_(g) { g_.relink(); }
-
+  // Links are kept up to date rewrite by rewrite instead of by Graph::relink(),
+  // which would make the pass quadratic. A pattern asks only how many live uses a
+  // tensor has and, when it is one, which node: a count and the sum of the using
+  // nodes' indices answer both, and each costs O(1) to update.
+  explicit Fuser(Graph& g) : g_(g) {
+    g_.relink();
+    uses_.assign(g_.tensors.size(), 0);
+    use_sum_.assign(g_.tensors.size(), 0);
+    std::vector<bool> produced(g_.tensors.size(), false);
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      const Node& n = g_.nodes[k];
+      if (n.dead) continue;
+      for (int out : n.outputs) {
+        if (out < 0) continue;
+        // A tensor with two producers (not SSA): only a full relink knows which one wins.
+        if (produced[out]) relink_each_time_ = true;
+        produced[out] = true;
+      }
+    }
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      for (int c : g_.tensors[t].consumers) {
+        ++uses_[t];
+        use_sum_[t] += c;
+      }
+    }
+  }
   const Tensor& T(int t) const { return g_.tensors[t]; }
   // The single live consumer of tensor t, or -1.
   int only_consumer(int t) const {
     if (t < 0) return -1;
-    const Tensor& ten = T(t);
-    if (ten.graph_output || ten.consumers.size() != 1) return -1;
-    return ten.consumers[0];
+    if (T(t).graph_output || uses_[t] != 1) return -1;
+    return static_cast<int>(use_sum_[t]);
   }
   Node* producer(int t) {
     if (t < 0 || T(t).producer < 0) return nullptr;
@@ -52,11 +77,50 @@ class Fuser {
     fused.outputs = {n.outputs[0]};
     fused.info = find_op("memest", op);
     for (int d : dead) {
-      if (d != last_node) g_.nodes[d].dead = true;
+      if (d != last_node && !g_.nodes[d].dead) {
+        unlink(d);
+        g_.nodes[d].dead = true;
+      }
     }
+    unlink(last_node);
     n = std::move(fused);
-    g_.relink();
+    link(last_node);
+    if (relink_each_time_) relink_all();
     ++count_;
+  }
+
+  void unlink(int k) {
+    const Node& n = g_.nodes[k];
+    for (int in : n.inputs) {
+      if (in < 0) continue;
+      --uses_[in];
+      use_sum_[in] -= k;
+    }
+    for (int out : n.outputs) {
+      if (out >= 0 && g_.tensors[out].producer == k) g_.tensors[out].producer = -1;
+    }
+  }
+  void link(int k) {
+    const Node& n = g_.nodes[k];
+    for (int in : n.inputs) {
+      if (in < 0) continue;
+      ++uses_[in];
+      use_sum_[in] += k;
+    }
+    for (int out : n.outputs) {
+      if (out >= 0) g_.tensors[out].producer = k;
+    }
+  }
+  void relink_all() {
+    g_.relink();
+    std::fill(uses_.begin(), uses_.end(), 0);
+    std::fill(use_sum_.begin(), use_sum_.end(), 0);
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      for (int c : g_.tensors[t].consumers) {
+        ++uses_[t];
+        use_sum_[t] += c;
+      }
+    }
   }
 
   // MatMul(x, W^T) [+ Add(b)] where W is a parameter: F.linear.
@@ -231,6 +295,9 @@ class Fuser {
 
   Graph& g_;
   int count_ = 0;
+  std::vector<int> uses_;         // live uses of each tensor
+  std::vector<int64_t> use_sum_;  // sum of the indices of the nodes using it
+  bool relink_each_time_ = false;
 };
 
 }  // namespace
@@ -243,6 +310,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     for (size_t k = 0; k < g.nodes.size(); ++k) f.attention(static_cast<int>(k));
   }
   for (size_t k = 0; k < g.nodes.size(); ++k) f.linear(static_cast<int>(k));
+  g.relink();  // producer/consumer lists exactly as the rest of the pipeline expects them
   return f.count_;
 }
 
