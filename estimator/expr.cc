@@ -55,121 +55,118 @@ void Bindings::set(SymbolId id, int64_t value) {
   bound_[id] = true;
 }
 
-std::optional<int64_t> Bindings::get(SymbolId id) const {
-  if (id < bound_.size() && bound_[id]) return values_[id];
-  return std::nullopt;
-}
-
-int64_t checked_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw Error("size arithmetic overflows 64 bits");
-  return r;
-}
-
-int64_t checked_mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw Error("size arithmetic overflows 64 bits");
-  return r;
-}
-
-Expr::Expr(int64_t constant) {
-  if (constant != 0) terms_.push_back({constant, {}});
-}
+void throw_overflow() { throw Error("size arithmetic overflows 64 bits"); }
 
 Expr Expr::symbol(const std::string& name) { return symbol(intern_symbol(name)); }
 
-Expr Expr::symbol(SymbolId id) {
+Expr Expr::symbol(SymbolId id) { return Expr(1, id); }
+
+Expr::Terms Expr::terms() const {
+  if (terms_) return *terms_;
+  if (coeff_ == 0) return {};
+  if (sym_ == kNoSymbol) return {{coeff_, {}}};
+  return {{coeff_, {sym_}}};
+}
+
+Expr Expr::from_terms(Terms t) {
+  std::sort(t.begin(), t.end(), [](const Term& a, const Term& b) { return a.syms < b.syms; });
+  Terms merged;
+  merged.reserve(t.size());
+  for (auto& x : t) {
+    if (!merged.empty() && merged.back().syms == x.syms) {
+      merged.back().coeff = checked_add(merged.back().coeff, x.coeff);
+    } else {
+      merged.push_back(std::move(x));
+    }
+  }
+  merged.erase(std::remove_if(merged.begin(), merged.end(), [](const Term& x) { return x.coeff == 0; }),
+               merged.end());
+  if (merged.empty()) return Expr();
+  if (merged.size() == 1 && merged[0].syms.empty()) return Expr(merged[0].coeff);
+  if (merged.size() == 1 && merged[0].syms.size() == 1) return Expr(merged[0].coeff, merged[0].syms[0]);
   Expr e;
-  e.terms_.push_back({1, {id}});
+  e.terms_ = std::make_unique<Terms>(std::move(merged));
   return e;
 }
 
-bool Expr::is_const() const { return terms_.empty() || (terms_.size() == 1 && terms_[0].syms.empty()); }
-
-std::optional<int64_t> Expr::as_const() const {
-  if (terms_.empty()) return 0;
-  if (terms_.size() == 1 && terms_[0].syms.empty()) return terms_[0].coeff;
-  return std::nullopt;
-}
-
-std::optional<SymbolId> Expr::as_symbol() const {
-  if (terms_.size() == 1 && terms_[0].coeff == 1 && terms_[0].syms.size() == 1) return terms_[0].syms[0];
-  return std::nullopt;
-}
-
 std::vector<SymbolId> Expr::symbols() const {
+  if (!terms_) return sym_ == kNoSymbol ? std::vector<SymbolId>{} : std::vector<SymbolId>{sym_};
   std::vector<SymbolId> out;
-  for (const auto& t : terms_) out.insert(out.end(), t.syms.begin(), t.syms.end());
+  for (const auto& t : *terms_) out.insert(out.end(), t.syms.begin(), t.syms.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
-void Expr::normalize() {
-  std::sort(terms_.begin(), terms_.end(), [](const Term& a, const Term& b) { return a.syms < b.syms; });
-  std::vector<Term> merged;
-  for (auto& t : terms_) {
-    if (!merged.empty() && merged.back().syms == t.syms) {
-      merged.back().coeff = checked_add(merged.back().coeff, t.coeff);
-    } else {
-      merged.push_back(std::move(t));
-    }
-  }
-  merged.erase(std::remove_if(merged.begin(), merged.end(), [](const Term& t) { return t.coeff == 0; }),
-               merged.end());
-  terms_ = std::move(merged);
-}
-
 Expr operator+(const Expr& a, const Expr& b) {
-  if (b.terms_.empty()) return a;
-  if (a.terms_.empty()) return b;
-  if (a.is_const() && b.is_const()) return Expr(checked_add(*a.as_const(), *b.as_const()));
-  Expr r = a;
-  r.terms_.insert(r.terms_.end(), b.terms_.begin(), b.terms_.end());
-  r.normalize();
-  return r;
+  if (b.is_zero()) return a;
+  if (a.is_zero()) return b;
+  if (!a.terms_ && !b.terms_ && a.sym_ == b.sym_) {
+    // Two constants, or two multiples of one symbol.
+    const int64_t c = checked_add(a.coeff_, b.coeff_);
+    return c == 0 ? Expr() : Expr(c, a.sym_);
+  }
+  Expr::Terms t = a.terms();
+  Expr::Terms bt = b.terms();
+  t.insert(t.end(), std::make_move_iterator(bt.begin()), std::make_move_iterator(bt.end()));
+  return Expr::from_terms(std::move(t));
 }
 
 Expr operator-(const Expr& a, const Expr& b) {
-  Expr nb = b;
-  for (auto& t : nb.terms_) t.coeff = checked_mul(t.coeff, -1);
-  return a + nb;
+  if (!b.terms_) return a + Expr(checked_mul(b.coeff_, -1), b.sym_);
+  Expr::Terms nb = *b.terms_;
+  for (auto& t : nb) t.coeff = checked_mul(t.coeff, -1);
+  Expr::Terms t = a.terms();
+  t.insert(t.end(), std::make_move_iterator(nb.begin()), std::make_move_iterator(nb.end()));
+  return Expr::from_terms(std::move(t));
 }
 
 Expr operator*(const Expr& a, const Expr& b) {
-  if (a.terms_.empty() || b.terms_.empty()) return Expr();
-  if (a.is_const() && b.is_const()) return Expr(checked_mul(*a.as_const(), *b.as_const()));
-  Expr r;
-  r.terms_.reserve(a.terms_.size() * b.terms_.size());
-  for (const auto& x : a.terms_) {
-    for (const auto& y : b.terms_) {
+  if (a.is_zero() || b.is_zero()) return Expr();
+  if (!a.terms_ && !b.terms_ && (a.sym_ == Expr::kNoSymbol || b.sym_ == Expr::kNoSymbol)) {
+    // A constant times a constant or a monomial: the product of nonzero
+    // coefficients is nonzero (or overflows and throws).
+    return Expr(checked_mul(a.coeff_, b.coeff_), a.sym_ == Expr::kNoSymbol ? b.sym_ : a.sym_);
+  }
+  const Expr::Terms at = a.terms(), bt = b.terms();
+  Expr::Terms r;
+  r.reserve(at.size() * bt.size());
+  for (const auto& x : at) {
+    for (const auto& y : bt) {
       Expr::Term t{checked_mul(x.coeff, y.coeff), x.syms};
       t.syms.insert(t.syms.end(), y.syms.begin(), y.syms.end());
       std::sort(t.syms.begin(), t.syms.end());
-      r.terms_.push_back(std::move(t));
+      r.push_back(std::move(t));
     }
   }
-  r.normalize();
-  return r;
+  return Expr::from_terms(std::move(r));
 }
 
 std::optional<Expr> Expr::div_exact(const Expr& b) const {
-  if (b.terms_.size() != 1) {
-    if (*this == b && !b.terms_.empty()) return Expr(1);
+  if (!terms_ && !b.terms_ && b.sym_ == kNoSymbol && sym_ == kNoSymbol) {
+    // Constants: INT64_MIN / -1 is the one quotient that does not fit.
+    if (b.coeff_ == 0) return std::nullopt;
+    if (b.coeff_ == -1 && coeff_ == INT64_MIN) throw_overflow();
+    if (coeff_ % b.coeff_ != 0) return std::nullopt;
+    return Expr(coeff_ / b.coeff_);
+  }
+  const Terms bt = b.terms();
+  if (bt.size() != 1) {
+    if (*this == b && !bt.empty()) return Expr(1);
     return std::nullopt;
   }
-  const Term& d = b.terms_[0];
-  Expr r;
-  for (const auto& t : terms_) {
+  const Term& d = bt[0];
+  Terms r;
+  for (const auto& t : terms()) {
+    if (d.coeff == -1 && t.coeff == INT64_MIN) throw_overflow();
     if (t.coeff % d.coeff != 0) return std::nullopt;
     // Remove d's symbols (a multiset) from t's.
     std::vector<SymbolId> rest;
     if (!std::includes(t.syms.begin(), t.syms.end(), d.syms.begin(), d.syms.end())) return std::nullopt;
     std::set_difference(t.syms.begin(), t.syms.end(), d.syms.begin(), d.syms.end(), std::back_inserter(rest));
-    r.terms_.push_back({t.coeff / d.coeff, std::move(rest)});
+    r.push_back({t.coeff / d.coeff, std::move(rest)});
   }
-  r.normalize();
-  return r;
+  return from_terms(std::move(r));
 }
 
 std::optional<Expr> Expr::floordiv(int64_t d) const {
@@ -183,8 +180,9 @@ std::optional<Expr> Expr::floordiv(int64_t d) const {
 }
 
 Expr Expr::replace(SymbolId s, const Expr& with) const {
+  if (!terms_) return sym_ == s ? Expr(coeff_) * with : *this;
   Expr r;
-  for (const auto& t : terms_) {
+  for (const auto& t : *terms_) {
     Expr term(t.coeff);
     for (SymbolId x : t.syms) term = term * (x == s ? with : Expr::symbol(x));
     r = r + term;
@@ -193,9 +191,14 @@ Expr Expr::replace(SymbolId s, const Expr& with) const {
 }
 
 Expr Expr::substitute(const Bindings& b) const {
-  Expr r;
-  for (const auto& t : terms_) {
-    Expr::Term nt{t.coeff, {}};
+  if (!terms_) {
+    if (sym_ == kNoSymbol) return *this;
+    if (auto v = b.get(sym_)) return Expr(checked_mul(coeff_, *v));
+    return *this;
+  }
+  Terms r;
+  for (const auto& t : *terms_) {
+    Term nt{t.coeff, {}};
     for (SymbolId s : t.syms) {
       if (auto v = b.get(s)) {
         nt.coeff = checked_mul(nt.coeff, *v);
@@ -203,19 +206,28 @@ Expr Expr::substitute(const Bindings& b) const {
         nt.syms.push_back(s);
       }
     }
-    r.terms_.push_back(std::move(nt));
+    r.push_back(std::move(nt));
   }
-  r.normalize();
-  return r;
+  return from_terms(std::move(r));
+}
+
+void Expr::unbound(SymbolId s) {
+  throw Error("dimension '" + symbol_name(s) + "' has no value: pass --dim " + symbol_name(s) + "=N");
 }
 
 int64_t Expr::eval(const Bindings& b) const {
+  if (!terms_) {
+    if (sym_ == kNoSymbol) return coeff_;
+    auto x = b.get(sym_);
+    if (!x) unbound(sym_);
+    return checked_mul(coeff_, *x);
+  }
   int64_t sum = 0;
-  for (const auto& t : terms_) {
+  for (const auto& t : *terms_) {
     int64_t v = t.coeff;
     for (SymbolId s : t.syms) {
       auto x = b.get(s);
-      if (!x) throw Error("dimension '" + symbol_name(s) + "' has no value: pass --dim " + symbol_name(s) + "=N");
+      if (!x) unbound(s);
       v = checked_mul(v, *x);
     }
     sum = checked_add(sum, v);
@@ -224,10 +236,11 @@ int64_t Expr::eval(const Bindings& b) const {
 }
 
 std::string Expr::str() const {
-  if (terms_.empty()) return "0";
+  const Terms all = terms();
+  if (all.empty()) return "0";
   std::string out;
   // Highest-degree terms first reads naturally: "64*batch + 3".
-  for (auto it = terms_.rbegin(); it != terms_.rend(); ++it) {
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const Term& t = *it;
     int64_t c = t.coeff;
     if (!out.empty()) {
