@@ -168,7 +168,8 @@ def write_readme(root):
     import onnx
     from validate.onnx_strip import metadata
     rows = []
-    for path in sorted(glob.glob(os.path.join(root, "**", "*.onnx"), recursive=True)):
+    paths = glob.glob(os.path.join(root, "**", "*.onnx"), recursive=True)
+    for path in sorted(paths, key=lambda p: (os.path.dirname(os.path.relpath(p, root)), p)):
         m = onnx.load(path, load_external_data=False)
         md = metadata(m)
         rel = os.path.relpath(path, root)
@@ -191,7 +192,9 @@ def write_readme(root):
         "- `models/*.onnx`: exported on the GPU machine with the torch of the measured runs",
         "  (validate/results/h200-torch2.11.jsonl names each case's file and memest arguments).",
         "- `models/torch113/*.onnx`: the same zoo exported locally with Debian's torch 1.13",
-        "  (`models/make_models.sh`); models that need transformers are missing there.",
+        "  (`models/make_models.sh`); models that need transformers are missing there, and so are",
+        "  efficientnet_b0 and convnext_tiny (torch 1.13's exporter has no symbolic for the",
+        "  `bernoulli_` of their StochasticDepth in training mode; torch 2.11's has).",
         "- `models/torchscript/tiny_mlp_torch211.pt`: a traced 2-layer MLP (32->64->10) for the",
         "  TorchScript frontend's tests (weights included; it is tiny).",
         "",

@@ -1,0 +1,160 @@
+"""Tests of validate/ that need no GPU and no torch: python3 -m unittest validate.test_validate"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FAKE_MEMEST = r'''#!%s
+import json, sys
+a = sys.argv[1:]
+if a[0].endswith("broken.onnx"):
+    sys.stderr.write("memest: %%s: unsupported op Foo\n" %% a[0]); sys.exit(2)
+b = int(a[a.index("--batch") + 1])
+factor = float(open(a[0]).read().strip() or "1")
+print(json.dumps({"peak_bytes": int(b * 2**20 * factor), "reserved_bytes": int(b * 2**20 * factor * 1.1),
+                  "batch": b, "phase": "backward", "components": {}, "layers": []}))
+'''
+
+
+def _row(model, batch, measured):
+    return {"case": "%s/b" % model, "model": model, "config": "bs%d-fp32-sgd" % batch, "batch": batch,
+            "status": "ok", "onnx": model + ".onnx", "peak_allocated": measured, "peak_reserved": measured * 1.1,
+            "memest_args": ["--batch", str(batch), "--optim", "sgd", "--loss", "ce"]}
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = self.tmp.name
+        self.memest = os.path.join(d, "memest")
+        with open(self.memest, "w") as f:
+            f.write(FAKE_MEMEST % sys.executable)
+        os.chmod(self.memest, 0o755)
+        # the fake "graph" holds the factor the fake memest applies to batch MiB
+        for name, factor in (("exact", "1.0"), ("over", "1.04"), ("under", "0.95"), ("broken", "1")):
+            with open(os.path.join(d, name + ".onnx"), "w") as f:
+                f.write(factor)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_compare(self, rows, *extra):
+        d = self.tmp.name
+        res = os.path.join(d, "r.jsonl")
+        with open(res, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        return subprocess.run([sys.executable, "-m", "validate", "compare", res, "--memest", self.memest,
+                               "--models-dir", d, "--json", os.path.join(d, "o.json"),
+                               "--plot", os.path.join(d, "p.svg")] + list(extra),
+                              capture_output=True, text=True, cwd=ROOT)
+
+    def summary(self):
+        with open(os.path.join(self.tmp.name, "o.json")) as f:
+            return json.load(f)["summary"]
+
+    def test_exact_passes_enforce(self):
+        p = self.run_compare([_row("exact", b, b * 2 ** 20) for b in (8, 16, 32)], "--enforce")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        s = self.summary()
+        self.assertEqual(s["n"], 3)
+        self.assertAlmostEqual(s["median"], 0.0)
+        self.assertTrue(os.path.getsize(os.path.join(self.tmp.name, "p.svg")) > 500)
+
+    def test_underestimate_fails_enforce(self):
+        rows = [_row("exact", 8, 8 * 2 ** 20), _row("under", 16, 16 * 2 ** 20), _row("over", 32, 32 * 2 ** 20)]
+        p = self.run_compare(rows, "--enforce")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        s = self.summary()
+        self.assertEqual(s["under_2pct"], 1)
+        self.assertEqual(s["under_3pct"], 1)
+        self.assertAlmostEqual(s["worst"], 0.05, places=3)
+        self.assertAlmostEqual(s["median"], 0.04, places=3)
+        # without --enforce the report still exits 0
+        self.assertEqual(self.run_compare(rows).returncode, 0)
+
+    def test_memest_failure_is_reported(self):
+        p = self.run_compare([_row("exact", 8, 8 * 2 ** 20), _row("broken", 8, 8 * 2 ** 20)], "--enforce")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("unsupported op Foo", p.stdout)
+        self.assertEqual(self.summary()["memest_failures"], 1)
+
+    def test_missing_results_is_usage_error(self):
+        p = subprocess.run([sys.executable, "-m", "validate", "compare", "/nonexistent.jsonl", "--memest",
+                            self.memest], capture_output=True, text=True, cwd=ROOT)
+        self.assertEqual(p.returncode, 2)
+
+    def test_percentile(self):
+        from validate.compare import percentile
+        self.assertEqual(percentile([1, 2, 3, 4], 0.5), 2.5)
+        self.assertAlmostEqual(percentile(list(range(11)), 0.9), 9.0)
+
+
+class ZooTest(unittest.TestCase):
+    def test_configs_and_args(self):
+        from validate import zoo
+        self.assertGreaterEqual(len(zoo.ZOO), 15)
+        e = zoo.BY_NAME["gpt_mini"]
+        c = zoo.parse_config(e, "b1-fp16-sgdm")
+        self.assertEqual(c.memest_args(e), ["--batch", "8", "--optim", "sgd", "--momentum", "0.9", "--amp", "fp16",
+                                            "--loss", "ce", "--dim", "seq=256"])
+        self.assertEqual(zoo.parse_config(e, "bs3-fp32-adam").memest_args(e)[:4], ["--batch", "3", "--optim", "adam"])
+        with self.assertRaises(ValueError):
+            zoo.parse_config(e, "b3-fp32-adam")
+
+    def test_committed_models_exist(self):
+        from validate import zoo
+        for e in zoo.ZOO:
+            self.assertTrue(os.path.isfile(os.path.join(ROOT, "models", e.onnx)), e.onnx)
+
+
+class MeasuredResultsTest(unittest.TestCase):
+    def test_results_are_consistent(self):
+        path = os.path.join(ROOT, "validate", "results", "h200-torch2.11.jsonl")
+        with open(path) as f:
+            rows = [json.loads(line) for line in f]
+        self.assertGreaterEqual(len(rows), 100)
+        for r in rows:
+            if r["status"] != "ok":
+                continue
+            peaks = [p["peak"] for p in r["phases"]]
+            self.assertEqual(r["peak_allocated"], max(peaks), r["case"])
+            self.assertGreaterEqual(r["peak_reserved"], r["peak_allocated"], r["case"])
+            self.assertEqual(r["after_model"] >= r["param_bytes"], True, r["case"])
+
+
+class StripTest(unittest.TestCase):
+    def test_small_tensors_stay_inline(self):
+        try:
+            import numpy as np
+            import onnx
+            from onnx import helper, numpy_helper, TensorProto
+        except ImportError:
+            self.skipTest("onnx not installed")
+        from validate.onnx_strip import strip_weights
+        w = numpy_helper.from_array(np.ones((8, 16), dtype=np.float32), "w")
+        shape = numpy_helper.from_array(np.array([-1, 16], dtype=np.int64), "shape")
+        const = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.zeros(100, np.float32)))
+        g = helper.make_graph([const, helper.make_node("Reshape", ["x", "shape"], ["y"]),
+                               helper.make_node("MatMul", ["y", "w"], ["z"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 16])],
+                              initializer=[w, shape])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.onnx")
+            n = strip_weights(helper.make_model(g), path)
+            self.assertEqual(n, 2)
+            self.assertEqual(os.listdir(d), ["m.onnx"])  # the data file is gone
+            m = onnx.load(path, load_external_data=False)
+            inits = {t.name: t for t in m.graph.initializer}
+            self.assertEqual(inits["w"].data_location, TensorProto.EXTERNAL)
+            self.assertEqual(list(inits["w"].dims), [8, 16])
+            self.assertEqual(list(numpy_helper.to_array(inits["shape"])), [-1, 16])
+
+
+if __name__ == "__main__":
+    unittest.main()
