@@ -11,7 +11,7 @@ namespace memest {
 std::function<int()> setup_estimate(CLI::App& app) {
   struct Opts {
     CommonOptions common;
-    int depth = 2;
+    int depth = 3;
   };
   auto o = std::make_shared<Opts>();
   add_common_options(app, o->common);
