@@ -208,8 +208,14 @@ class Fuser {
     Node* m1 = producer(s);
     if (!m1 || m1->op != "MatMul" || only_consumer(s) < 0) return;
     dead.push_back(T(s).producer);
+    // The exporters spell scaled_dot_product_attention with the scale split over both
+    // operands (q * sqrt(s), k^T * sqrt(s)); attention written out by hand scales the
+    // scores (or one operand) and really keeps the T x T matrix, so it is left as is.
+    const size_t before_q = dead.size();
     int q = strip_scale(m1->inputs[0], dead);
+    const size_t before_k = dead.size();
     int kt = strip_scale(m1->inputs[1], dead);
+    if (dead.size() == before_k || before_k == before_q) return;
     int key = kt;
     if (Node* tr = producer(kt); tr && tr->op == "Transpose" && only_consumer(kt) >= 0) {
       dead.push_back(T(kt).producer);

@@ -52,7 +52,7 @@ class Builder {
     block_of_.assign(nt, -1);
     run_dtype_.assign(nt, DType::Undefined);
     requires_grad_.assign(nt, false);
-    contiguous_.assign(nt, true);
+    layout_.assign(nt, {});
     grad_.assign(nt, -1);
     cache_.assign(nt, -1);
     numel_.resize(nt);
@@ -210,10 +210,30 @@ class Builder {
     }
     node_rg_[k] = rg;
 
-    // The first matmul creates cuBLAS's workspace, which then stays.
-    if (!cublas_ && info && uses_cublas(*info)) {
-      cublas_ = true;
-      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+    // Batched matmul reshapes its operands: a strided one is copied, and the copy is kept.
+    bool copied = false;
+    if (info && info->contiguous_inputs) {
+      for (auto& e : eff) {
+        if (e.tensor < 0 || e.block < 0 || layout_[e.tensor].empty()) continue;
+        const Tensor& t = g_.tensors[e.tensor];
+        if (!t.shape || t.shape->size() < 3) continue;
+        e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, k);
+        temps.push_back(e.block);
+        copied = true;
+      }
+    }
+    // The first cuBLAS call on the main thread creates its workspace, which then
+    // stays; addmm with a bias also creates cuBLASLt's.
+    if (info && info->cublas) {
+      if (!cublas_fwd_) {
+        cublas_fwd_ = true;
+        alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+      }
+      // (A strided input sends F.linear down matmul + add instead: no epilogue.)
+      if (!cublaslt_ && n.has_input(2) && !copied) {
+        cublaslt_ = true;
+        alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
+      }
     }
 
     // Outputs.
@@ -234,13 +254,14 @@ class Builder {
       }
       run_dtype_[o] = d;
       requires_grad_[o] = rg && is_floating(d);
-      const bool view = info && info->view && j == 0 && !eff.empty() && eff[0].block >= 0 &&
-                        !(needs_copy_for_view(n) && !contiguous_[eff[0].tensor]);
+      const int in0 = eff.empty() ? -1 : eff[0].tensor;
+      const bool strided_in = in0 >= 0 && !layout_[in0].empty();
+      const bool view = info && info->view && in0 >= 0 && eff[0].block >= 0 &&
+                        !(info->layout == Layout::Reshape && strided_in);
+      layout_[o] = output_layout(n, info, view, in0);
       if (view) {
         out_blocks[j] = eff[0].block;
         ref(out_blocks[j]);
-        contiguous_[o] = n.op != "Transpose" || trivial_transpose(n);
-        if (n.op == "Expand" || n.op == "Slice" || n.op == "Gather") contiguous_[o] = contiguous_[eff[0].tensor];
       } else if (j > 0 && ot.consumers.empty() && !ot.graph_output) {
         continue;  // an optional output nobody reads (BatchNorm's running stats, Dropout's mask)
       } else {
@@ -296,19 +317,42 @@ class Builder {
     for (int b : out_blocks) unref(b);
   }
 
-  static bool uses_cublas(const OpInfo& info) {
-    return std::strcmp(info.family, "matmul") == 0 || std::strcmp(info.op, "Linear") == 0;
-  }
-  static bool needs_copy_for_view(const Node& n) {
-    // reshape() of a non-contiguous tensor copies; the other views never do.
-    return n.op == "Reshape" || n.op == "Flatten";
-  }
-  static bool trivial_transpose(const Node& n) {
-    auto perm = n.attr_ints("perm");
-    for (size_t i = 0; i < perm.size(); ++i) {
-      if (perm[i] != static_cast<int64_t>(i)) return false;
+  // The memory layout of a node's output (see Layout).
+  std::vector<int8_t> output_layout(const Node& n, const OpInfo* info, bool view, int in0) const {
+    if (!info) return {};
+    const Tensor* t = in0 >= 0 ? &g_.tensors[in0] : nullptr;
+    const size_t rank = t && t->shape ? t->shape->size() : 0;
+    switch (info->layout) {
+      case Layout::Permute: {
+        std::vector<int64_t> perm = n.attr_ints("perm");
+        if (perm.empty()) {
+          for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+        }
+        if (perm.size() != rank || rank > 64) return {};
+        std::vector<int8_t> in = layout_[in0];
+        if (in.empty()) {
+          for (size_t i = 0; i < rank; ++i) in.push_back(static_cast<int8_t>(i));
+        }
+        std::vector<int8_t> out(rank);
+        bool identity = true;
+        for (size_t i = 0; i < rank; ++i) {
+          if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank)) return {};
+          out[i] = in[perm[i]];
+          identity &= out[i] == static_cast<int8_t>(i);
+        }
+        return identity ? std::vector<int8_t>{} : out;
+      }
+      case Layout::HeadsMajor:
+        return g_.tensors[n.outputs[0]].shape && g_.tensors[n.outputs[0]].shape->size() == 4
+                   ? std::vector<int8_t>{0, 2, 1, 3}
+                   : std::vector<int8_t>{};
+      case Layout::Reshape:
+        return {};  // a view of a contiguous tensor, or a contiguous copy
+      case Layout::Fresh:
+        // Other views (squeeze, slice, split, expand) keep the input's strides.
+        return view && in0 >= 0 && !layout_[in0].empty() ? std::vector<int8_t>{-1} : std::vector<int8_t>{};
     }
-    return true;
+    return {};
   }
 
   // ---- backward ------------------------------------------------------------------
@@ -381,6 +425,11 @@ class Builder {
     const Node& n = g_.nodes[k];
     const OpInfo* info = n.info;
     const auto& eff = eff_[k];
+    // Backward runs on autograd's device thread, whose cuBLAS handle has its own workspace.
+    if (info && info->cublas && !cublas_bwd_ && cfg_.target->cublas_backward_workspace) {
+      cublas_bwd_ = true;
+      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+    }
     const int out0 = n.outputs.empty() ? -1 : n.outputs[0];
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       int t = n.inputs[i];
@@ -462,7 +511,9 @@ class Builder {
   std::vector<int> refs_;
   std::vector<int> block_of_;
   std::vector<DType> run_dtype_;
-  std::vector<bool> requires_grad_, contiguous_, node_rg_;
+  std::vector<bool> requires_grad_, node_rg_;
+  // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
+  std::vector<std::vector<int8_t>> layout_;
   std::vector<int> grad_, cache_;
   std::vector<Expr> numel_;
   std::vector<std::vector<EffectiveInput>> eff_;
@@ -470,7 +521,7 @@ class Builder {
   std::vector<std::pair<int, int>> param_grads_;
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
-  bool cublas_ = false, scaler_ = false;
+  bool cublas_fwd_ = false, cublas_bwd_ = false, cublaslt_ = false, scaler_ = false;
 };
 
 }  // namespace

@@ -12,7 +12,12 @@ const Target kTargets[] = {
         "NVIDIA H200, torch 2.11 + CUDA 13.0, cuDNN 9.19 (validate/results/h200-torch2.11.jsonl)",
         // 32 MiB: ../shared/spec/anchors.md; torch's default CUBLAS_WORKSPACE_CONFIG on sm90 (4096 KiB x 8).
         32ll << 20,
-        1,
+        // validate/results/traces-h200-torch2.11.jsonl: a second 32 MiB block appears at
+        // the first matmul of it0/backward (no Python frame: the autograd thread).
+        true,
+        // The same traces: a 1 MiB block beside the workspace at the first nn.Linear forward
+        // (absent in lstm_lm, whose only Linear runs as matmul + add).
+        1ll << 20,
         512,
         true,
     },

@@ -12,7 +12,8 @@ struct Target {
   std::string name;                 ///< "h200-torch2.11"
   std::string description;
   int64_t cublas_workspace = 0;     ///< bytes, allocated through the caching allocator at the first matmul
-  int cublas_backward_handles = 0;  ///< extra workspaces when backward runs on autograd's own thread
+  bool cublas_backward_workspace = false;  ///< backward's thread gets a workspace of its own
+  int64_t cublaslt_workspace = 0;   ///< bytes, at the first addmm with a bias (cuBLASLt epilogue)
   int64_t alloc_round = 512;        ///< caching allocator's minimum block and rounding
   bool fused_attention = true;      ///< SDPA pattern runs as flash / memory-efficient attention
 };

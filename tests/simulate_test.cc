@@ -42,7 +42,9 @@ TEST_CASE("Linear-ReLU-Linear with Adam: the peak is the optimizer step, term by
   // Every allocation rounds up to 512 bytes.
   const int64_t P = 32768 + 512 + 5120 + 512;  // fc1.weight 128x64, fc1.bias, fc2.weight 10x128, fc2.bias (40 B -> 512)
   const int64_t I = 32 * 64 * 4 + 512;         // x, and y: int64 [32] (256 B -> 512)
-  const int64_t W = 32ll << 20;                // cuBLAS workspace, created by the first Linear
+  // cuBLAS workspace of the main thread (first Linear), cuBLASLt's for addmm's bias
+  // epilogue (1 MiB), and the autograd thread's own cuBLAS workspace (first Linear backward).
+  const int64_t W = (32ll << 20) + (1ll << 20) + (32ll << 20);
   const int64_t out = 1536;                    // [32, 10] float32 = 1280 B, kept by `out` across iterations
   const int64_t loss = 512;                    // the loss scalar, kept by `loss`
   const int64_t G = P;                         // .grad of each parameter, fp32
@@ -70,7 +72,7 @@ TEST_CASE("Linear-ReLU-Linear with plain SGD at a large batch: the peak is in ba
   Estimate e = estimate(a, B);
   const int64_t P = 32768 + 512 + 5120 + 512;
   const int64_t I = B * 64 * 4 + B * 8;
-  const int64_t W = 32ll << 20;
+  const int64_t W = (32ll << 20) + (1ll << 20) + (32ll << 20);  // as above: all three exist by relu's backward
   const int64_t act = B * 128 * 4;           // h, r, and their gradients are each [B, 128] float32
   const int64_t out = B * 10 * 4;            // out, log_softmax's result, and gradients of each
   // Iteration 1, in relu's backward: r is still saved, grad r (from fc2) and the new

@@ -41,11 +41,11 @@ std::vector<SavedExtra> nll_extra(const Graph&, const Node&) { return {{Expr(1),
 
 const OpInfo kOps[] = {
     {.op = "Linear", .family = "fused", .shape = shape_linear, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA", .domain = "memest",
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .contiguous_inputs = true, .cublas = true, .domain = "memest",
      .note = "MatMul(+Transpose)+Add of a weight and bias: F.linear, one output"},
     {.op = "Attention", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",
-     .domain = "memest", .note = "MatMul-scale-Softmax-MatMul: scaled_dot_product_attention, no TxT matrix"},
+     .layout = Layout::HeadsMajor, .domain = "memest", .note = "MatMul-scale-Softmax-MatMul: scaled_dot_product_attention, no TxT matrix"},
     {.op = "Gelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .domain = "memest", .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input"},
     {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),

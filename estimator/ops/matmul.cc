@@ -141,11 +141,12 @@ constexpr const char* kFamily = "matmul";
 
 const OpInfo kOps[] = {
     {.op = "MatMul", .family = kFamily, .shape = matmul, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
-     .grads = "AA", .note = "each operand kept for the other's gradient"},
+     .grads = "AA", .contiguous_inputs = true, .cublas = true,
+     .note = "each operand kept for the other's gradient; batched operands that are not contiguous are copied"},
     {.op = "Gemm", .family = kFamily, .shape = gemm, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
-     .grads = "AAA", .note = "addmm; A and B kept for each other's gradient, C's is a reduction"},
+     .grads = "AAA", .cublas = true, .note = "addmm; A and B kept for each other's gradient, C's is a reduction"},
     {.op = "Einsum", .family = kFamily, .shape = einsum, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1, 2, 3, 4, 5, 6, 7}), .grads = "A",
+     .saved_if_other = bits({0, 1, 2, 3, 4, 5, 6, 7}), .grads = "A", .contiguous_inputs = true, .cublas = true,
      .note = "runs as permutes and bmm; each operand kept for the others' gradients"},
 };
 

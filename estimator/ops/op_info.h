@@ -70,6 +70,15 @@ enum class Autocast : uint8_t {
 };
 const char* autocast_name(Autocast a);
 
+/// How an op's output is laid out in memory, which decides whether a later
+/// reshape can be a view or must copy (torch's reshape copies non-viewable input).
+enum class Layout : uint8_t {
+  Fresh,      ///< a new, contiguous tensor (or, for views, the input's layout)
+  Permute,    ///< a view whose dims are the input's permuted by `perm` (Transpose)
+  Reshape,    ///< a view when the input is contiguous, else a contiguous copy
+  HeadsMajor, ///< [B, H, T, D] stored as [B, T, H, D] (flash/memory-efficient attention output)
+};
+
 /// A tensor an op saves for backward beyond its inputs and outputs (a dropout
 /// mask, max-pool indices, batch-norm statistics, attention's logsumexp).
 struct SavedExtra {
@@ -101,6 +110,13 @@ struct OpInfo {
   /// The last letter repeats for further inputs; "" means not differentiable.
   const char* grads = "";
   bool view = false;               ///< output 0 aliases input 0 (no allocation)
+  Layout layout = Layout::Fresh;   ///< output layout (see Layout)
+  /// Inputs of rank >= 3 that are not contiguous are copied first (batched matmul
+  /// folds batch dims with reshape), and the copy is what backward keeps.
+  bool contiguous_inputs = false;
+  /// Runs on cuBLAS: the first call on a thread creates that thread's workspace; with
+  /// a bias input (addmm's epilogue) cuBLASLt's workspace too.
+  bool cublas = false;
   WorkspaceFn fwd_workspace = nullptr;
   WorkspaceFn bwd_workspace = nullptr;
   const char* domain = "";         ///< "" (ONNX default) or "memest"

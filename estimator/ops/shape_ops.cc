@@ -608,13 +608,13 @@ void non_zero(ShapeContext& ctx) {
 constexpr const char* kFamily = "shape";
 
 const OpInfo kOps[] = {
-    {.op = "Reshape", .family = kFamily, .shape = reshape, .grads = "VN", .view = true,
+    {.op = "Reshape", .family = kFamily, .shape = reshape, .grads = "VN", .view = true, .layout = Layout::Reshape,
      .note = "a view of a contiguous input"},
-    {.op = "Flatten", .family = kFamily, .shape = flatten, .grads = "V", .view = true,
+    {.op = "Flatten", .family = kFamily, .shape = flatten, .grads = "V", .view = true, .layout = Layout::Reshape,
      .note = "a view of a contiguous input"},
     {.op = "Squeeze", .family = kFamily, .shape = squeeze, .grads = "VN", .view = true, .note = "a view"},
     {.op = "Unsqueeze", .family = kFamily, .shape = unsqueeze, .grads = "VN", .view = true, .note = "a view"},
-    {.op = "Transpose", .family = kFamily, .shape = transpose, .grads = "V", .view = true,
+    {.op = "Transpose", .family = kFamily, .shape = transpose, .grads = "V", .view = true, .layout = Layout::Permute,
      .note = "a strided view; a later op may copy it to make it contiguous"},
     {.op = "Concat", .family = kFamily, .shape = concat, .autocast = Autocast::Promote, .grads = "V",
      .note = "allocates its result; backward narrows the gradient (views)"},
