@@ -52,9 +52,18 @@ std::optional<std::vector<Val>> fold_constant(torch::jit::Node* n, const std::ve
   bool tensor_out = false;
   for (const auto* o : n->outputs()) tensor_out |= contains_tensor(o->type());
   if (tensor_out && !tensor_in && !scalar_to_tensor(n->kind())) return std::nullopt;
-  if (n->hasSideEffects() || n->isNondeterministic() || !n->maybeOperator()) return std::nullopt;
+  // Not n->hasSideEffects(): it calls every conservatively-registered op impure,
+  // string formatting included, and only these really act on the world.
+  static const std::unordered_set<Symbol> kEffects = {
+      c10::prim::Print, c10::prim::RaiseException, c10::aten::warn, c10::prim::SetAttr, c10::prim::CallFunction,
+      c10::prim::CallMethod, Symbol::fromQualString("aten::manual_seed"), Symbol::fromQualString("aten::save")};
+  if (kEffects.count(n->kind()) || n->isNondeterministic() || !n->maybeOperator()) return std::nullopt;
   torch::jit::Stack stack;
   for (const Val& v : in) stack.push_back(v.value);
+  // The interpreter passes a vararg op (format, ...) its argument count on top.
+  if (const auto* schema = n->maybeSchema(); schema && schema->is_vararg()) {
+    stack.push_back(static_cast<int64_t>(in.size()));
+  }
   try {
     n->getOperation()(stack);
   } catch (const c10::Error&) {
@@ -64,6 +73,22 @@ std::optional<std::vector<Val>> fold_constant(torch::jit::Node* n, const std::ve
   std::vector<Val> out;
   for (auto& v : stack) out.push_back(Val::constant(std::move(v)));
   return out;
+}
+
+std::vector<Val> list_items(const Val& v) {
+  if (v.kind == Val::Kind::List || v.kind == Val::Kind::Tuple) return v.items;
+  std::vector<Val> out;
+  if (v.is_const() && v.value.isList()) {
+    for (const auto& x : v.value.toListRef()) out.push_back(Val::constant(x));
+  } else if (v.is_const() && v.value.isTuple()) {
+    for (const auto& x : v.value.toTupleRef().elements()) out.push_back(Val::constant(x));
+  }
+  return out;
+}
+
+bool is_list(const Val& v) {
+  return v.kind == Val::Kind::List || v.kind == Val::Kind::Tuple ||
+         (v.is_const() && (v.value.isList() || v.value.isTuple()));
 }
 
 namespace {
@@ -103,6 +128,38 @@ bool lower_if(Call& c) {
 bool lower_loop(Call& c) {
   c.lowerer().lower_loop(c.node());
   for (size_t k = 0; k < c.num_outputs(); ++k) c.out(k) = c.lowerer().value(c.node()->output(k));
+  return true;
+}
+
+// ---- Calls -----------------------------------------------------------------------
+
+std::vector<Val> args_from(Call& c, size_t first) {
+  std::vector<Val> args;
+  for (size_t i = first; i < c.size(); ++i) args.push_back(c.in(i));
+  return args;
+}
+
+void set_results(Call& c, const std::vector<Val>& results) {
+  if (results.size() != c.num_outputs()) c.fail("the callee returns a different number of values");
+  for (size_t k = 0; k < results.size(); ++k) c.out(k) = results[k];
+}
+
+// module.method(args): the method's graph, in the module's path.
+bool lower_call_method(Call& c) {
+  const Val& self = c.in(0);
+  const std::string name = c.node()->s(c10::attr::name);
+  if (self.kind != Val::Kind::Module || !self.object) c.fail("calls " + name + "() on something that is not a module");
+  auto* fn = self.object->type()->findMethod(name);
+  if (!fn) c.fail("module '" + self.path + "' has no method " + name + "()");
+  set_results(c, c.lowerer().call(*fn, args_from(c, 0), &self.path, c.node()));
+  return true;
+}
+
+// f(args): a TorchScript function (torch.nn.functional's, the user's), in the caller's module.
+bool lower_call_function(Call& c) {
+  auto type = c.node()->input(0)->type()->cast<c10::FunctionType>();
+  if (!type) c.fail("calls something that is not a TorchScript function");
+  set_results(c, c.lowerer().call(*type->function(), args_from(c, 1), nullptr, c.node()));
   return true;
 }
 
@@ -146,21 +203,9 @@ bool lower_tuple(Call& c) {
   return true;
 }
 
-// The items of a list value: a List's, or a constant list's as constants.
-std::vector<Val> items_of(const Val& v) {
-  if (v.kind == Val::Kind::List || v.kind == Val::Kind::Tuple) return v.items;
-  std::vector<Val> out;
-  if (v.is_const() && v.value.isList()) {
-    for (const auto& x : v.value.toListRef()) out.push_back(Val::constant(x));
-  } else if (v.is_const() && v.value.isTuple()) {
-    for (const auto& x : v.value.toTupleRef().elements()) out.push_back(Val::constant(x));
-  }
-  return out;
-}
-
 bool lower_unpack(Call& c) {
   const Val& v = c.in(0);
-  auto items = items_of(v);
+  auto items = list_items(v);
   if (v.kind != Val::Kind::List && v.kind != Val::Kind::Tuple && !v.is_const()) {
     c.fail("unpacks a value the helper could not follow");
   }
@@ -172,7 +217,7 @@ bool lower_unpack(Call& c) {
 }
 
 bool lower_getitem(Call& c) {
-  auto items = items_of(c.in(0));
+  auto items = list_items(c.in(0));
   auto i = c.int_(1);
   if (!i || items.empty()) return false;
   int64_t k = *i < 0 ? *i + static_cast<int64_t>(items.size()) : *i;
@@ -202,7 +247,7 @@ bool lower_append(Call& c) {
   if (list.is_const()) {
     Val v;
     v.kind = Val::Kind::List;
-    v.items = items_of(list);
+    v.items = list_items(list);
     list = v;
   }
   if (list.kind != Val::Kind::List) return false;
@@ -300,12 +345,17 @@ bool lower_scalar_cast(Call& c) {
 }
 
 bool lower_is(Call& c) {
+  const bool isnot = c.node()->kind() == Symbol::fromQualString("aten::__isnot__");
+  // `query is key`: two tensors are the same object when they are the same ONNX value.
+  if (c.in(0).is_tensor() && c.in(1).is_tensor()) {
+    c.out(0) = Val::constant((c.in(0).name == c.in(1).name) != isnot);
+    return true;
+  }
   // `x is None` where x is a tensor, module or list: known without running anything.
   const bool a_none = c.in(0).is_none(), b_none = c.in(1).is_none();
   const bool a_some = !c.in(0).is_const() && c.in(0).kind != Val::Kind::Unknown;
   const bool b_some = !c.in(1).is_const() && c.in(1).kind != Val::Kind::Unknown;
   if (!((a_none && b_some) || (b_none && a_some))) return false;
-  const bool isnot = c.node()->kind() == Symbol::fromQualString("aten::__isnot__");
   c.out(0) = Val::constant(isnot);
   return true;
 }
@@ -316,8 +366,19 @@ bool lower_dtype(Call& c) {
   return true;
 }
 
+// The protocol trains on the GPU: code that asks where a tensor lives gets cuda.
 bool lower_device(Call& c) {
-  c.out(0) = Val::constant(c10::Device(c10::kCPU));
+  c.out(0) = Val::constant(c10::Device(c10::kCUDA, 0));
+  return true;
+}
+
+bool lower_true(Call& c) {
+  c.out(0) = Val::constant(true);
+  return true;
+}
+
+bool lower_false(Call& c) {
+  c.out(0) = Val::constant(false);
   return true;
 }
 
@@ -339,6 +400,8 @@ const OpEntry kOps[] = {
     {"prim::SetAttr", lower_nothing, "", "ignored: module state is not memory of the step"},
     {"prim::If", lower_if, "", "folded: the known branch, or the one that does not raise"},
     {"prim::Loop", lower_loop, "", "unrolled when its trip count is known"},
+    {"prim::CallMethod", lower_call_method, "", "inlined; its nodes are named by the module's path"},
+    {"prim::CallFunction", lower_call_function, "", "inlined in the caller's module"},
     {"prim::RaiseException", lower_raise, "", "an error: reached only when forward() always raises"},
     {"prim::Uninitialized", lower_nothing, "", "the value of a branch that raises"},
     {"prim::Print", lower_nothing, "", "ignored"},
@@ -367,7 +430,9 @@ const OpEntry kOps[] = {
     {"aten::__isnot__", lower_is, "", "`x is not None`, likewise"},
     {"aten::__not__", lower_not, "Not", "Not"},
     {"prim::dtype", lower_dtype, "", "the dtype, tracked through the graph"},
-    {"prim::device", lower_device, "", "cpu: memest places the model itself"},
+    {"prim::device", lower_device, "", "cuda:0, where the protocol trains"},
+    {"prim::is_cuda", lower_true, "", "true, where the protocol trains"},
+    {"prim::is_nested", lower_false, "", "false: no nested tensors"},
     {"aten::is_floating_point", lower_is_floating, "", "from the tracked dtype"},
 };
 

@@ -19,4 +19,9 @@ constexpr int64_t kMaxConstElems = 64;
 /// mutated); nullopt otherwise.
 std::optional<std::vector<Val>> fold_constant(torch::jit::Node* n, const std::vector<Val>& in);
 
+/// The items of a list or tuple value (a constant one's as constants); empty otherwise.
+std::vector<Val> list_items(const Val& v);
+/// Whether v is a list or tuple, known or not.
+bool is_list(const Val& v);
+
 }  // namespace memest::ts

@@ -5,9 +5,10 @@
 #include "ts_lower.h"
 
 #include <sys/stat.h>
-#include <torch/csrc/jit/passes/dead_code_elimination.h>
-#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/api/function_impl.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "ts_consts.h"
@@ -17,6 +18,7 @@ namespace memest::ts {
 namespace {
 
 constexpr int64_t kMaxUnroll = 10000;
+constexpr int kMaxCallDepth = 200;
 
 std::string first_line(const std::string& s) {
   auto nl = s.find('\n');
@@ -146,20 +148,6 @@ void Lowerer::fail(const torch::jit::Node* n, const std::string& what) const {
   throw LowerError((op.empty() ? "" : op + (at.empty() ? "" : " at " + at) + ": ") + what);
 }
 
-std::string Lowerer::module_path(const torch::jit::Node* n) const {
-  auto cs = n->callstack();
-  if (!cs) return "";
-  std::vector<std::string> parts;
-  for (const auto& entry : (*cs)->vec()) {
-    const auto& info = std::get<2>(entry);
-    if (!info) continue;
-    std::string name = info->instance_name();
-    if (name.empty() || name == "SELF" || name == "INSTANCE_NAME_UNKNOWN") continue;
-    parts.push_back(name);
-  }
-  return join(parts, ".");
-}
-
 void Lowerer::add_state() {
   std::vector<std::string> buffers;
   auto add = [&](const std::string& name, const at::Tensor& t, bool buffer) {
@@ -245,7 +233,8 @@ std::string Lowerer::materialize(const Val& v, at::ScalarType like, const torch:
   }
   if (c.isTensor()) {
     const at::Tensor& t = c.toTensor();
-    const int type = onnx_type(t.scalar_type());
+    // An operand takes the dtype the op computes in (the caller's `like`).
+    const int type = onnx_type(like != at::ScalarType::Undefined ? like : t.scalar_type());
     if (t.numel() > kMaxConstElems || t.is_complex()) return onnx_.const_opaque(type, sizes_of(t), module_);
     at::Tensor d = t.to(at::kDouble).contiguous();
     std::vector<double> vals(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
@@ -300,15 +289,46 @@ void Lowerer::lower_block(torch::jit::Block* b) {
   for (auto* n : b->nodes()) lower_node(n);
 }
 
-void Lowerer::lower_node(torch::jit::Node* n) {
+std::vector<Val> Lowerer::call(const torch::jit::Function& fn, const std::vector<Val>& args, const std::string* module,
+                               const torch::jit::Node* at) {
+  if (depth_ >= kMaxCallDepth) fail(at, "calls nest deeper than " + std::to_string(kMaxCallDepth));
+  const auto& graph = torch::jit::toGraphFunction(fn).graph();
+  if (graph->inputs().size() != args.size()) {
+    fail(at, "calls " + fn.qualname().qualifiedName() + " with " + std::to_string(args.size()) + " arguments, it takes " +
+                 std::to_string(graph->inputs().size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) bind(graph->inputs()[i], args[i]);
   const std::string saved = module_;
-  module_ = module_path(n);
+  if (module) module_ = *module;
+  ++depth_;
+  lower_block(graph->block());
+  --depth_;
+  module_ = saved;
+  std::vector<Val> out;
+  for (const auto* o : graph->outputs()) out.push_back(value(o));
+  return out;
+}
+
+void Lowerer::lower_node(torch::jit::Node* n) {
   try {
     lower_call(n);
   } catch (const c10::Error& e) {
     fail(n, first_line(e.what_without_backtrace()));
   }
-  module_ = saved;
+}
+
+// MEMEST_TS_TRACE=1 prints what each node became, for debugging a lowering.
+void trace(const torch::jit::Node* n, const char* how, const std::vector<Val>& outs) {
+  static const bool on = std::getenv("MEMEST_TS_TRACE") != nullptr;
+  if (!on) return;
+  static const char* const kKinds[] = {"unknown", "const", "tensor", "scalar", "list", "tuple", "module"};
+  std::string line = std::string(n->kind().toQualString()) + " [" + how + "] ->";
+  for (const Val& v : outs) {
+    line += std::string(" ") + kKinds[static_cast<int>(v.kind)];
+    if (v.is_const()) line += "(" + c10::toString(v.value.type()) + ")";
+    if (!v.name.empty()) line += ":" + v.name;
+  }
+  std::fprintf(stderr, "%s  %s\n", line.c_str(), where(n).c_str());
 }
 
 void Lowerer::lower_call(torch::jit::Node* n) {
@@ -316,6 +336,7 @@ void Lowerer::lower_call(torch::jit::Node* n) {
   in.reserve(n->inputs().size());
   for (const auto* v : n->inputs()) in.push_back(value(v));
   if (auto folded = fold_constant(n, in)) {
+    trace(n, "folded", *folded);
     for (size_t i = 0; i < n->outputs().size(); ++i) bind(n->output(i), std::move((*folded)[i]));
     return;
   }
@@ -348,15 +369,14 @@ void Lowerer::lower_call(torch::jit::Node* n) {
     // Later reads of the mutated input see the result.
     bind(n->input(0), outs[0]);
   }
+  trace(n, entry ? "table" : "aten", outs);
   for (size_t i = 0; i < n->outputs().size(); ++i) bind(n->output(i), std::move(outs[i]));
 }
 
 onnx::ModelProto Lowerer::run(const std::vector<InputSpec>& specs) {
   if (!root_.find_method("forward")) throw LowerError("the module has no forward() method");
   auto method = root_.get_method("forward");
-  auto graph = method.graph()->copy();
-  torch::jit::Inline(*graph);
-  torch::jit::EliminateDeadCode(graph);
+  const auto& graph = method.graph();
 
   const auto& args = method.function().getSchema().arguments();
   const size_t n_inputs = graph->inputs().size() - 1;

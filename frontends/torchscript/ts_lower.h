@@ -1,7 +1,7 @@
-// The TorchScript helper's graph walk: loads forward() with libtorch, inlines it,
-// and lowers it node by node to ONNX through the op table (ts_ops.h), folding
-// constants and control flow on the way (ts_consts.h). Nothing is executed
-// except scalar arithmetic on constants.
+// The TorchScript helper's graph walk: loads forward() with libtorch and lowers
+// it node by node to ONNX through the op table (ts_ops.h), inlining method and
+// function calls as it meets them and folding constants and control flow on the
+// way (ts_consts.h). Nothing is executed except scalar arithmetic on constants.
 #pragma once
 
 #include <torch/script.h>
@@ -81,6 +81,11 @@ class Lowerer {
   /// Control flow, for the prim::If and prim::Loop entries.
   void lower_if(torch::jit::Node* n);
   void lower_loop(torch::jit::Node* n);
+  /// Calls, for the prim::CallMethod and prim::CallFunction entries: the callee's
+  /// graph lowered in place with its inputs bound to `args`. A method runs in its
+  /// module's path ("encoder.layers.0"), which names the ONNX nodes it emits.
+  std::vector<Val> call(const torch::jit::Function& fn, const std::vector<Val>& args, const std::string* module,
+                        const torch::jit::Node* at);
   /// A submodule's attribute: a submodule, a weight, or a constant.
   Val attribute(const Val& module, const std::string& name, const torch::jit::Node* at);
   [[noreturn]] void fail(const torch::jit::Node* n, const std::string& what) const;
@@ -90,7 +95,6 @@ class Lowerer {
   void lower_node(torch::jit::Node* n);
   void lower_call(torch::jit::Node* n);
   void add_state();
-  std::string module_path(const torch::jit::Node* n) const;
 
   torch::jit::Module root_;
   std::string file_;

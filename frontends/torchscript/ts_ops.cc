@@ -3,6 +3,8 @@
 // shared by several families.
 #include "ts_ops.h"
 
+#include "ts_consts.h"
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -219,25 +221,115 @@ bool lower_unary(Call& c) {
   return true;
 }
 
-bool lower_binary(Call& c) {
-  // A Python number takes the tensor's dtype (x * 0.5 stays float16); two scalars
-  // of a float-valued op (int / int) compute in float.
-  const Val& a = c.in(0);
-  const Val& b = c.in(1);
-  if (a.kind == Val::Kind::Unknown || b.kind == Val::Kind::Unknown) return false;
-  std::string x = c.tensor(0, 1), y = c.tensor(1, 0);
-  Val& out = c.out(0);
-  if (out.kind == Val::Kind::Scalar && c10::isFloatingType(out.dtype)) {
-    if (a.kind == Val::Kind::Scalar && !c10::isFloatingType(a.dtype)) x = c.emit1("Cast", {x}, {attr_i("to", kFloat)});
-    if (b.kind == Val::Kind::Scalar && !c10::isFloatingType(b.dtype)) y = c.emit1("Cast", {y}, {attr_i("to", kFloat)});
+namespace {
+
+// torch's type promotion (c10 ResultTypeState): tensors with dims decide the
+// dtype; a 0-d tensor or a Python number only when its category (bool < int <
+// float < complex) is higher. x * 0.5 stays float16; int64 ** -0.5 is float32.
+int category(at::ScalarType t) {
+  if (t == at::kBool) return 0;
+  if (c10::isComplexType(t)) return 3;
+  if (c10::isFloatingType(t)) return 2;
+  return 1;
+}
+
+struct Promotion {
+  at::ScalarType dims = at::ScalarType::Undefined, zero = at::ScalarType::Undefined,
+                 number = at::ScalarType::Undefined;
+
+  static at::ScalarType merge(at::ScalarType a, at::ScalarType b) {
+    if (a == at::ScalarType::Undefined) return b;
+    if (b == at::ScalarType::Undefined) return a;
+    return c10::promoteTypes(a, b);
   }
+  void add(const Val& v) {
+    if (v.is_const() && !v.value.isTensor()) {
+      // A Python number: float means the default dtype if it wins.
+      const auto t = v.value.isDouble() ? at::kFloat : v.value.isBool() ? at::kBool : at::kLong;
+      number = merge(number, t);
+    } else if (v.kind == Val::Kind::Scalar) {
+      number = merge(number, c10::isFloatingType(v.dtype) ? at::kFloat : v.dtype);
+    } else if (v.dtype != at::ScalarType::Undefined) {
+      (v.rank == 0 ? zero : dims) = merge(v.rank == 0 ? zero : dims, v.dtype);
+    }
+  }
+  at::ScalarType result() const {
+    at::ScalarType r = dims;
+    for (at::ScalarType t : {zero, number}) {
+      if (t != at::ScalarType::Undefined && (r == at::ScalarType::Undefined || category(t) > category(r))) r = t;
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+std::string Call::operand(size_t i, at::ScalarType t) {
+  const Val& v = in(i);
+  std::string name = l_.materialize(v, t, n_);
+  if (!v.is_const() && t != at::ScalarType::Undefined && v.dtype != at::ScalarType::Undefined && v.dtype != t) {
+    name = emit1("Cast", {name}, {attr_i("to", onnx_type(t))});
+  }
+  return name;
+}
+
+at::ScalarType Call::promoted(std::initializer_list<size_t> args) const {
+  Promotion p;
+  for (size_t i : args) p.add(in(i));
+  return p.result();
+}
+
+// list + list and list * n, on lists holding run-time sizes ([x.size(0)] + [1] * k).
+bool list_arith(Call& c) {
+  const std::string op = c.entry().onnx;
+  std::vector<Val> a = list_items(c.in(0));
+  if (op == "Add" && is_list(c.in(1))) {
+    for (const Val& v : list_items(c.in(1))) a.push_back(v);
+  } else if (op == "Mul" && c.int_(1)) {
+    std::vector<Val> one = a;
+    a.clear();
+    for (int64_t k = 0; k < *c.int_(1); ++k) a.insert(a.end(), one.begin(), one.end());
+  } else {
+    return false;
+  }
+  Val out;
+  out.kind = Val::Kind::List;
+  out.items = std::move(a);
+  c.out(0) = out;
+  return true;
+}
+
+bool lower_binary(Call& c) {
+  if (is_list(c.in(0))) return list_arith(c);
+  for (size_t i : {0, 1}) {
+    const auto k = c.in(i).kind;
+    if (k == Val::Kind::Unknown || k == Val::Kind::List || k == Val::Kind::Tuple || k == Val::Kind::Module) {
+      // Comparing shape lists (a check that raises): nothing to compute.
+      if (c.out(0).kind == Val::Kind::Scalar) {
+        c.out(0) = Val();
+        return true;
+      }
+      return false;
+    }
+  }
+  Val& out = c.out(0);
+  // Python ints divided give a float (int / int); so do the Scalar outputs typed float.
+  at::ScalarType t = c.promoted({0, 1});
+  if (out.kind == Val::Kind::Scalar && out.dtype != at::ScalarType::Undefined) {
+    if (c10::isFloatingType(out.dtype) && !c10::isFloatingType(t)) t = at::kFloat;
+  }
+  if (std::string(c.entry().onnx) == "Div" && c.node()->kind() == c10::aten::div && !c10::isFloatingType(t) &&
+      c.arg("rounding_mode") < 0) {
+    t = at::kFloat;  // true division
+  }
+  std::string x = c.operand(0, t), y = c.operand(1, t);
   // add/sub(a, b, alpha): a + alpha * b.
   int alpha = c.arg("alpha");
   if (alpha >= 0) {
     auto k = c.num(static_cast<size_t>(alpha));
-    if (k && *k != 1.0) y = c.emit1("Mul", {y, c.tensor(static_cast<size_t>(alpha), 1)});
+    if (k && *k != 1.0) y = c.emit1("Mul", {y, c.operand(static_cast<size_t>(alpha), t)});
   }
-  if (out.kind == Val::Kind::Tensor && !a.is_tensor() && b.is_tensor()) out.dtype = b.dtype;
+  if (t != at::ScalarType::Undefined) out.dtype = t;
   c.set(0, c.emit1(c.entry().onnx, {x, y}));
   return true;
 }

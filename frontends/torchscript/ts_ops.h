@@ -45,6 +45,10 @@ class Call {
   // ---- ONNX operands --------------------------------------------------------------
   /// Argument i as an ONNX tensor; constants take the dtype of argument `like`.
   std::string tensor(size_t i, int like = -1);
+  /// Argument i as an ONNX tensor of dtype t: constants are made so, others cast.
+  std::string operand(size_t i, at::ScalarType t);
+  /// torch's result dtype for these arguments (0-d tensors and numbers weigh less).
+  at::ScalarType promoted(std::initializer_list<size_t> args) const;
   /// An int[] argument (constant or built from sizes) as a 1-D int64 tensor.
   std::string shape(size_t i) { return shape_of(in(i)); }
   std::string shape_of(const Val& v);

@@ -103,17 +103,27 @@ bool lower_avg_pool(Call& c) {
   return true;
 }
 
-// Adaptive pooling to 1x1 is a global pool; any other size needs the input's
-// dims, which only memest knows: left to the generic op (shaped like its input,
-// right for the common case of an output size equal to the input's).
+// Adaptive pooling to 1x1 is a global pool. Average pooling to another size is
+// spelled Resize to that size: the same output, and like adaptive_avg_pool's
+// backward, Resize keeps nothing (memest would need the input's dims to pick a
+// kernel; the helper has none). Max pooling to another size, which keeps its
+// indices, is left to the generic op.
 bool lower_adaptive_pool(Call& c) {
-  auto size = c.ints(1, pool_dims(c));
+  const size_t n = pool_dims(c);
+  auto size = c.ints(1, n);
   if (!size) return false;
-  for (int64_t s : *size) {
-    if (s != 1) return false;
+  bool global = true;
+  for (int64_t s : *size) global &= s == 1;
+  if (global) {
+    c.set(0, c.emit1(c.entry().onnx, {c.tensor(0)}));
+    if (c.num_outputs() > 1) c.out(1) = Val();  // indices
+    return true;
   }
-  c.set(0, c.emit1(c.entry().onnx, {c.tensor(0)}));
-  if (c.num_outputs() > 1) c.out(1) = Val();  // indices
+  if (std::string(c.entry().onnx) != "GlobalAveragePool" || c.rank(0) != static_cast<int>(n) + 2) return false;
+  std::string x = c.tensor(0);
+  auto head = c.emit1("Shape", {x}, {attr_i("start", 0), attr_i("end", 2)});
+  auto sizes = c.emit1("Concat", {head, c.ints_const(*size)}, {attr_i("axis", 0)});
+  c.set(0, c.emit1("Resize", {x, "", "", sizes}, {attr_s("mode", "linear")}));
   return true;
 }
 
@@ -443,9 +453,9 @@ const OpEntry kOps[] = {
     {"aten::avg_pool1d", lower_avg_pool, "AveragePool", "AveragePool"},
     {"aten::avg_pool2d", lower_avg_pool, "AveragePool", "AveragePool"},
     {"aten::avg_pool3d", lower_avg_pool, "AveragePool", "AveragePool"},
-    {"aten::adaptive_avg_pool1d", lower_adaptive_pool, "GlobalAveragePool", "to 1: GlobalAveragePool; else generic"},
-    {"aten::adaptive_avg_pool2d", lower_adaptive_pool, "GlobalAveragePool", "to 1x1: GlobalAveragePool; else generic"},
-    {"aten::adaptive_avg_pool3d", lower_adaptive_pool, "GlobalAveragePool", "to 1: GlobalAveragePool; else generic"},
+    {"aten::adaptive_avg_pool1d", lower_adaptive_pool, "GlobalAveragePool", "to 1: GlobalAveragePool; else Resize (same output, nothing kept)"},
+    {"aten::adaptive_avg_pool2d", lower_adaptive_pool, "GlobalAveragePool", "to 1x1: GlobalAveragePool; else Resize (same output, nothing kept)"},
+    {"aten::adaptive_avg_pool3d", lower_adaptive_pool, "GlobalAveragePool", "to 1: GlobalAveragePool; else Resize (same output, nothing kept)"},
     {"aten::adaptive_max_pool2d", lower_adaptive_pool, "GlobalMaxPool", "to 1x1: GlobalMaxPool; else generic"},
     {"aten::batch_norm", lower_batch_norm, "BatchNormalization", "training flag -> training_mode, 5 inputs"},
     {"aten::instance_norm", lower_instance_norm, "InstanceNormalization", "InstanceNormalization"},
