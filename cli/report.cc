@@ -118,6 +118,24 @@ nlohmann::json estimate_json(const Analysis& a, const Estimate& e, int depth) {
                       {"parameters", r.parameters}, {"saved_bytes", r.saved_bytes}});
   }
   j["layers"] = layers;
+  // What is alive at the peak, by the node that allocated it: the answer to "why".
+  {
+    const std::vector<int64_t> sizes = block_sizes(a.program, e.bindings, a.train.target->alloc_round);
+    std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> groups;
+    for (int b : live_blocks(a.program, e.peak.event)) {
+      const Block& blk = a.program.blocks[b];
+      auto& g = groups[{node_label(a, blk.node), category_key(blk.category)}];
+      g.first += 1;
+      g.second += sizes[b];
+    }
+    std::vector<json> live;
+    for (const auto& [key, v] : groups) {
+      live.push_back({{"allocated_by", key.first.empty() ? "(setup/optimizer)" : key.first},
+                      {"category", key.second}, {"count", v.first}, {"bytes", v.second}});
+    }
+    std::sort(live.begin(), live.end(), [](const json& x, const json& y) { return x["bytes"] > y["bytes"]; });
+    j["live_at_peak"] = live;
+  }
   j["warnings"] = a.graph.warnings;
   j["unsupported_ops"] = a.unsupported;
   j["inference_export"] = a.inference_export;

@@ -6,7 +6,7 @@
 // neighbours; on cudaMalloc failure cached segments are released and it retries.
 #include "estimator/allocator.h"
 
-#include <set>
+#include <algorithm>
 #include <vector>
 
 namespace memest {
@@ -17,6 +17,103 @@ constexpr int64_t kSmallBuffer = 2 << 20;     // small-pool segment
 constexpr int64_t kLargeBuffer = 20 << 20;    // segment for requests under kMinLargeAlloc
 constexpr int64_t kMinLargeAlloc = 10 << 20;
 constexpr int64_t kRoundLarge = 2 << 20;
+
+// Free blocks ordered by (size, id), as the allocator's BlockComparator orders
+// them (the id standing in for the address). A replay does a best-fit lookup,
+// an erase and an insert per event, over pools of thousands of blocks: sorted
+// runs of at most kRun keys, found by binary search over each run's last key,
+// keep those in a few cache lines where a red-black tree chases a pointer per level.
+class FreePool {
+ public:
+  // Trivially copyable (unlike std::pair), so shifting a run is a memmove.
+  struct Key {
+    int64_t size;
+    int id;
+    bool operator<(const Key& o) const { return size != o.size ? size < o.size : id < o.id; }
+    bool operator==(const Key& o) const { return size == o.size && id == o.id; }
+  };
+
+  /// Removes and returns the smallest key >= k; false when there is none.
+  bool take_lower_bound(const Key& k, Key* out) {
+    size_t r = run_for(k);
+    if (r == runs_.size()) return false;
+    auto& run = runs_[r];
+    auto it = std::lower_bound(run.begin(), run.end(), k);
+    *out = *it;
+    erase_at(r, static_cast<size_t>(it - run.begin()));
+    return true;
+  }
+
+  void insert(const Key& k) {
+    if (runs_.empty()) {
+      runs_.push_back({k});
+      last_.push_back(k);
+      return;
+    }
+    size_t r = std::min(run_for(k), runs_.size() - 1);
+    auto& run = runs_[r];
+    auto it = std::lower_bound(run.begin(), run.end(), k);
+    if (it != run.end() && *it == k) return;  // already there (a set ignores it too)
+    run.insert(it, k);
+    last_[r] = run.back();
+    if (run.size() > kRun) {
+      // Split in halves; the new run follows this one.
+      std::vector<Key> upper(run.begin() + kRun / 2, run.end());
+      run.resize(kRun / 2);
+      last_[r] = run.back();
+      runs_.insert(runs_.begin() + static_cast<long>(r) + 1, std::move(upper));
+      last_.insert(last_.begin() + static_cast<long>(r) + 1, runs_[r + 1].back());
+    }
+  }
+
+  /// Erases k when present.
+  void erase(const Key& k) {
+    size_t r = run_for(k);
+    if (r == runs_.size()) return;
+    auto& run = runs_[r];
+    auto it = std::lower_bound(run.begin(), run.end(), k);
+    if (it != run.end() && *it == k) erase_at(r, static_cast<size_t>(it - run.begin()));
+  }
+
+  /// Erases every key for which pred(key) is true, in key order.
+  template <typename Pred>
+  void erase_if(Pred pred) {
+    std::vector<Key> keep;
+    for (const auto& run : runs_) {
+      for (const Key& k : run) {
+        if (!pred(k)) keep.push_back(k);
+      }
+    }
+    runs_.clear();
+    last_.clear();
+    for (size_t i = 0; i < keep.size(); i += kRun / 2) {
+      runs_.emplace_back(keep.begin() + static_cast<long>(i),
+                         keep.begin() + static_cast<long>(std::min(keep.size(), i + kRun / 2)));
+      last_.push_back(runs_.back().back());
+    }
+  }
+
+ private:
+  static constexpr size_t kRun = 64;
+
+  // The first run whose last key is >= k (runs_.size() when none).
+  size_t run_for(const Key& k) const {
+    return static_cast<size_t>(std::lower_bound(last_.begin(), last_.end(), k) - last_.begin());
+  }
+  void erase_at(size_t r, size_t i) {
+    auto& run = runs_[r];
+    run.erase(run.begin() + static_cast<long>(i));
+    if (run.empty()) {
+      runs_.erase(runs_.begin() + static_cast<long>(r));
+      last_.erase(last_.begin() + static_cast<long>(r));
+    } else {
+      last_[r] = run.back();
+    }
+  }
+
+  std::vector<std::vector<Key>> runs_;  // sorted, non-empty, each run's keys below the next run's
+  std::vector<Key> last_;               // last_[r] == runs_[r].back()
+};
 
 struct Blk {
   int64_t size;
@@ -34,11 +131,10 @@ class Model {
   int malloc(int64_t size) {
     const bool small = size <= kSmallSize;
     auto& pool = small ? small_ : large_;
-    auto it = pool.lower_bound({size, -1});
+    FreePool::Key found;
     int b;
-    if (it != pool.end()) {
-      b = it->second;
-      pool.erase(it);
+    if (pool.take_lower_bound({size, -1}, &found)) {
+      b = found.id;
     } else {
       int64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
       if (limit_ && reserved_ + seg > *limit_) {
@@ -103,22 +199,21 @@ class Model {
   // empty_cache on failure: whole free segments go back to the driver.
   void release_cached() {
     for (auto* pool : {&small_, &large_}) {
-      for (auto it = pool->begin(); it != pool->end();) {
-        const Blk& blk = blocks_[it->second];
+      pool->erase_if([&](const FreePool::Key& k) {
+        const Blk& blk = blocks_[k.id];
         if (blk.prev < 0 && blk.next < 0 && blk.size == seg_size_[blk.seg]) {
           reserved_ -= blk.size;
-          it = pool->erase(it);
-        } else {
-          ++it;
+          return true;
         }
-      }
+        return false;
+      });
     }
   }
 
   std::optional<int64_t> limit_;
   std::vector<Blk> blocks_;
   std::vector<int64_t> seg_size_;
-  std::set<std::pair<int64_t, int>> small_, large_;
+  FreePool small_, large_;
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
 };

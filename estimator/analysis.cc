@@ -1,6 +1,7 @@
 // The analysis pipeline: dims -> shapes -> fusion -> loss -> program.
 #include "estimator/analysis.h"
 
+#include <chrono>
 #include <set>
 
 #include "estimator/allocator.h"
@@ -51,6 +52,22 @@ Accounting account(const Graph& g) {
   return a;
 }
 
+// Charges the time since the last lap to one stage, when timing is asked for.
+class Laps {
+ public:
+  explicit Laps(StageTimes* t) : t_(t), last_(std::chrono::steady_clock::now()) {}
+  void lap(double StageTimes::*stage) {
+    if (!t_) return;
+    const auto now = std::chrono::steady_clock::now();
+    t_->*stage += std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  StageTimes* t_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 bool looks_inference_exported(const Graph& g) {
   for (const auto& n : g.nodes) {
     if (n.dead || n.op != "BatchNormalization") continue;
@@ -63,6 +80,7 @@ bool looks_inference_exported(const Graph& g) {
 }  // namespace
 
 Analysis analyze(Graph g, const AnalysisOptions& opts) {
+  Laps laps(opts.times);
   Analysis a;
   a.train = opts.train;
   if (!a.train.target) a.train.target = &find_target("");
@@ -101,7 +119,9 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
     }
   }
 
+  laps.lap(&StageTimes::bind);
   verify_and_sort(g);
+  laps.lap(&StageTimes::sort);
   infer_shapes(g);
   a.inference_export = looks_inference_exported(g);
   if (a.inference_export) {
@@ -113,12 +133,16 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
     if (!n.dead && !n.info) unsupported.insert((n.domain.empty() ? "" : n.domain + "::") + n.op);
   }
   a.unsupported.assign(unsupported.begin(), unsupported.end());
+  laps.lap(&StageTimes::shapes);
   FuseOptions fo;
   fo.attention = a.train.attention == Attention::Fused;
   a.fused = fuse_patterns(g, fo);
+  laps.lap(&StageTimes::fuse);
   append_loss(g, a.train.loss);
   a.accounting = account(g);
+  laps.lap(&StageTimes::loss);
   a.program = build_program(g, a.train);
+  laps.lap(&StageTimes::program);
   a.graph = std::move(g);
   return a;
 }

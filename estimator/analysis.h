@@ -12,10 +12,16 @@
 
 namespace memest {
 
+/// Wall time of each stage of analyze(), in milliseconds (for bench/).
+struct StageTimes {
+  double bind = 0, sort = 0, shapes = 0, fuse = 0, loss = 0, program = 0;
+};
+
 struct AnalysisOptions {
   std::map<std::string, int64_t> dims;  ///< --dim NAME=VALUE
   std::string free_dim;                 ///< a symbol left free besides batch (sweep --dim seq)
   TrainConfig train;
+  StageTimes* times = nullptr;          ///< filled when set
 };
 
 /// Exact (unrounded) bytes of the batch-independent parts, as PyTorch counts them.

@@ -173,7 +173,25 @@ class Fuser {
     return t;
   }
 
-  // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [Dropout] -> MatMul(., v).
+  // Where(IsNaN(p), 0, p): the exporter's guard for fully masked rows; part of the kernel.
+  int strip_nan_guard(int p, std::vector<int>& dead) {
+    const Tensor& t = T(p);
+    if (t.graph_output || t.consumers.size() != 2) return p;
+    int isnan = -1, where = -1;
+    for (int c : t.consumers) {
+      if (g_.nodes[c].op == "IsNaN") isnan = c;
+      if (g_.nodes[c].op == "Where") where = c;
+    }
+    if (isnan < 0 || where < 0) return p;
+    const Node& w = g_.nodes[where];
+    if (w.inputs.size() != 3 || w.inputs[0] != g_.nodes[isnan].outputs[0] || w.inputs[2] != p) return p;
+    if (only_consumer(g_.nodes[isnan].outputs[0]) != where) return p;
+    dead.push_back(isnan);
+    dead.push_back(where);
+    return w.outputs[0];
+  }
+
+  // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [NaN guard] [Dropout] -> MatMul(., v).
   void attention(int k) {
     Node& sm = g_.nodes[k];
     if (sm.dead || sm.op != "Softmax") return;
@@ -221,9 +239,10 @@ class Fuser {
       dead.push_back(T(kt).producer);
       key = tr->inputs[0];
     }
-    // Forward: [Dropout] [Cast] then the MatMul with v.
+    // Forward: [NaN guard] [Dropout] [Cast] then the MatMul with v.
     int p = sm.outputs[0];
     double dropout = 0;
+    p = strip_nan_guard(p, dead);
     for (int guard = 0; guard < 3; ++guard) {
       int c = only_consumer(p);
       if (c < 0) return;

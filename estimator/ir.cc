@@ -164,6 +164,12 @@ void Graph::relink() {
   }
 }
 
+void Graph::reserve(size_t tensor_count, size_t node_count) {
+  tensors.reserve(tensor_count);
+  index_.reserve(tensor_count);
+  nodes.reserve(node_count);
+}
+
 void Graph::warn(const std::string& what) {
   if (std::find(warnings.begin(), warnings.end(), what) == warnings.end()) warnings.push_back(what);
 }

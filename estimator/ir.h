@@ -113,6 +113,8 @@ struct Graph {
   int new_tensor(const std::string& hint);
   /// Rebuilds producer/consumer links from the nodes (dead nodes ignored).
   void relink();
+  /// Makes room for this many tensors and nodes (frontends know the counts up front).
+  void reserve(size_t tensor_count, size_t node_count);
   void warn(const std::string& what);
 
  private:

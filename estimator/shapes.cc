@@ -58,6 +58,11 @@ void verify_and_sort(Graph& g) {
       }
     }
   }
+  // Files are nearly always in order already (ONNX requires it); then the
+  // nodes, and so the links just built, stay as they are.
+  bool in_order = order.size() == n;
+  for (size_t i = 0; in_order && i < n; ++i) in_order = order[i] == static_cast<int>(i);
+  if (in_order) return;
   std::vector<Node> sorted;
   sorted.reserve(order.size());
   for (int i : order) sorted.push_back(std::move(g.nodes[i]));
@@ -103,24 +108,24 @@ void infer_shapes(Graph& g) {
   for (auto& n : g.nodes) {
     if (n.dead) continue;
     if (!n.info) n.info = find_op(n.domain, n.op);
-    std::string where = n.name.empty() ? n.op : n.name;
+    auto where = [&n] { return n.name.empty() ? n.op : n.name; };
     if (!n.info || !n.info->shape) {
       fall_back(g, n, "unsupported op " + (n.domain.empty() ? "" : n.domain + "::") + n.op);
       continue;
     }
     if (!inputs_known(g, n)) {
-      fall_back(g, n, "shape of an input of " + where + " is unknown");
+      fall_back(g, n, "shape of an input of " + where() + " is unknown");
       continue;
     }
     try {
       ShapeContext ctx(g, n);
       n.info->shape(ctx);
     } catch (const Error& e) {
-      throw e.in_file(g.file).at_node(where);
+      throw e.in_file(g.file).at_node(where());
     }
     bool missing = false;
     for (int out : n.outputs) missing |= out >= 0 && !g.tensors[out].shape;
-    if (missing) fall_back(g, n, n.op + " at " + where + " left an output shape undecided");
+    if (missing) fall_back(g, n, n.op + " at " + where() + " left an output shape undecided");
   }
 }
 

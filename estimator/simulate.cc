@@ -246,7 +246,8 @@ class Builder {
       if (is_floating(d)) {
         switch (policy) {
           case Autocast::Lower: d = amp ? low_ : d; break;
-          case Autocast::Fp32: d = amp ? DType::F32 : d; break;
+          case Autocast::Fp32:
+          case Autocast::Widen: d = amp ? DType::F32 : d; break;
           case Autocast::Promote: d = widest_float(eff, d); break;
           case Autocast::Keep: d = (!eff.empty() && eff[0].tensor >= 0 && is_floating(eff[0].dtype)) ? eff[0].dtype : d; break;
           case Autocast::None: break;
@@ -531,6 +532,16 @@ Program build_program(const Graph& g, const TrainConfig& cfg) {
   if (!c.target) c.target = &find_target("");
   Builder b(g, c);
   return b.run();
+}
+
+std::vector<int> live_blocks(const Program& p, size_t event) {
+  std::vector<bool> live(p.blocks.size(), false);
+  for (size_t e = 0; e <= event && e < p.events.size(); ++e) live[p.events[e].block] = p.events[e].kind == Event::Alloc;
+  std::vector<int> out;
+  for (size_t b = 0; b < live.size(); ++b) {
+    if (live[b]) out.push_back(static_cast<int>(b));
+  }
+  return out;
 }
 
 std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round) {

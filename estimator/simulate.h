@@ -92,6 +92,9 @@ int64_t round_alloc(int64_t bytes, int64_t round = 512);
 /// Evaluates a program for concrete dims. Throws Error on overflow or unbound dims.
 PeakResult evaluate(const Program& p, const Bindings& b, int64_t round = 512);
 
+/// Blocks alive right after event `event` (the peak's, say), in allocation order.
+std::vector<int> live_blocks(const Program& p, size_t event);
+
 /// Evaluated sizes of every block (rounded), for the allocator model and timelines.
 std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round = 512);
 

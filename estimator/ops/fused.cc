@@ -50,7 +50,7 @@ const OpInfo kOps[] = {
      .grads = "A", .domain = "memest", .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input"},
     {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .domain = "memest", .note = "x*sigmoid(x): nn.SiLU, saves its input"},
-    {.op = "LogSoftmax", .family = "loss", .shape = shape_same, .autocast = Autocast::Fp32,
+    {.op = "LogSoftmax", .family = "loss", .shape = shape_same, .autocast = Autocast::Widen,
      .saved_outputs = bits({0}), .grads = "A", .domain = "memest",
      .note = "cross_entropy's log_softmax: fp32 under autocast, saves its result"},
     {.op = "NllLoss", .family = "loss", .shape = shape_scalar, .autocast = Autocast::Fp32,

@@ -58,6 +58,7 @@ const char* autocast_name(Autocast a) {
     case Autocast::Keep: return "keep";
     case Autocast::Lower: return "lower";
     case Autocast::Fp32: return "fp32";
+    case Autocast::Widen: return "widen";
     case Autocast::Promote: return "promote";
     case Autocast::None: return "--";
   }

@@ -64,7 +64,9 @@ using ShapeFn = void (*)(ShapeContext&);
 enum class Autocast : uint8_t {
   Keep,     ///< runs in its input's dtype (relu, pooling, batch_norm, views)
   Lower,    ///< fp16/bf16 list: float inputs are cast down (conv, matmul, linear)
-  Fp32,     ///< fp32 list: inputs cast up, output fp32 (softmax, layer_norm, losses)
+  Fp32,     ///< fp32 list: inputs cast up, output fp32 (layer_norm, losses)
+  Widen,    ///< fp32 list, but the CUDA kernel reads half and writes float (softmax and
+            ///< log_softmax's half_to_float): no cast copy, gradient in the input's dtype
   Promote,  ///< widest float dtype among inputs (add, mul, cat)
   None,     ///< output dtype is not floating or is fixed by the op (shape ops, casts)
 };
