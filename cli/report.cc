@@ -90,6 +90,7 @@ nlohmann::json estimate_json(const Analysis& a, const Estimate& e, int depth) {
   j["batch"] = e.batch;
   j["peak_bytes"] = e.peak.peak_bytes;
   j["reserved_bytes"] = e.reserved_bytes;
+  j["requested_peak_bytes"] = e.requested_peak;
   j["phase"] = phase_name(e.peak.phase);
   j["iteration"] = e.peak.iter + 1;
   j["node"] = node_label(a, e.peak.node);

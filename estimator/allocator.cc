@@ -190,6 +190,7 @@ class Model {
     pool.insert({blocks_[b].size, b});
   }
 
+  int64_t block_size(int b) const { return blocks_[b].size; }
   int64_t peak_reserved() const { return peak_reserved_; }
   int64_t peak_allocated() const { return peak_allocated_; }
 
@@ -224,22 +225,50 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   const std::vector<int64_t> size = block_sizes(p, b, round);
   Model m(limit);
   std::vector<int> where(p.blocks.size(), -1);
+  std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
   AllocatorResult r;
-  for (const Event& ev : p.events) {
+  std::array<int64_t, kCategoryCount> live{};
+  int64_t total = 0;
+  PhasePeak cur{0, Phase::Setup, 0, 0};
+  for (size_t e = 0; e < p.events.size(); ++e) {
+    const Event& ev = p.events[e];
+    if (ev.iter != cur.iter || ev.phase != cur.phase) {
+      cur.end = total;
+      r.peak.phases.push_back(cur);
+      cur = {ev.iter, ev.phase, total, total};
+    }
+    const Block& blk = p.blocks[ev.block];
+    const size_t c = static_cast<size_t>(blk.category);
     if (ev.kind == Event::Alloc) {
       if (size[ev.block] == 0) continue;
-      int blk = m.malloc(size[ev.block]);
-      if (blk < 0) {
+      int b = m.malloc(size[ev.block]);
+      if (b < 0) {
         r.out_of_memory = true;
         r.failed_request = size[ev.block];
         break;
       }
-      where[ev.block] = blk;
+      where[ev.block] = b;
+      got[ev.block] = m.block_size(b);
+      total += got[ev.block];
+      live[c] += got[ev.block];
+      cur.peak = std::max(cur.peak, total);
+      if (total > r.peak.peak_bytes) {
+        r.peak.peak_bytes = total;
+        r.peak.phase = ev.phase;
+        r.peak.iter = ev.iter;
+        r.peak.node = blk.node;
+        r.peak.event = e;
+        r.peak.components = live;
+      }
     } else if (where[ev.block] >= 0) {
       m.free(where[ev.block]);
       where[ev.block] = -1;
+      total -= got[ev.block];
+      live[c] -= got[ev.block];
     }
   }
+  cur.end = total;
+  r.peak.phases.push_back(cur);
   r.peak_reserved = m.peak_reserved();
   r.peak_allocated = m.peak_allocated();
   return r;

@@ -12,6 +12,7 @@ namespace memest {
 struct AllocatorResult {
   int64_t peak_reserved = 0;   ///< max_memory_reserved
   int64_t peak_allocated = 0;  ///< max_memory_allocated, with unsplit blocks counted whole
+  PeakResult peak;             ///< where that peak is and what is alive then (block sizes as allocated)
   bool out_of_memory = false;  ///< a request failed even after freeing cached segments
   int64_t failed_request = 0;
 };

@@ -164,8 +164,12 @@ Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_
     }
   }
   try {
-    e.peak = evaluate(a.program, e.bindings, a.train.target->alloc_round);
-    e.reserved_bytes = replay_allocator(a.program, e.bindings, a.train.target->alloc_round).peak_reserved;
+    // max_memory_allocated counts the blocks the caching allocator hands out, and a
+    // reused cached block that is not split is counted whole: replay the allocator.
+    const AllocatorResult r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round);
+    e.peak = r.peak;
+    e.reserved_bytes = r.peak_reserved;
+    e.requested_peak = evaluate(a.program, e.bindings, a.train.target->alloc_round).peak_bytes;
   } catch (const Error& err) {
     throw err.in_file(a.graph.file);
   }

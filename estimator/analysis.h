@@ -52,6 +52,7 @@ struct Estimate {
   int64_t batch = 0;
   PeakResult peak;
   int64_t reserved_bytes = 0;
+  int64_t requested_peak = 0;  ///< peak of the requests alone (512-byte rounded), before block reuse
   Bindings bindings;
 };
 
