@@ -317,7 +317,10 @@ struct RnnKind {
 // lstm/gru/rnn_*(input, hx, params, has_biases, num_layers, dropout, train,
 // bidirectional, batch_first): one ONNX node per layer over the module's own
 // weights (unsqueezed views; only the bias is concatenated), so parameter bytes
-// match the module. The packed-sequence overloads are left to the generic op.
+// match the module. Like cuDNN in torch, the layers run sequence-first: a
+// batch_first input is transposed on the way in and the output is a transposed
+// view on the way out (which F.linear after it does not take as contiguous).
+// The packed-sequence overloads are left to the generic op.
 bool lower_rnn(Call& c, RnnKind kind) {
   if (c.arg("batch_first") < 0) return false;
   const Val& params = c.in(2);
@@ -334,13 +337,14 @@ bool lower_rnn(Call& c, RnnKind kind) {
   const Val& w_hh0 = params.items[1];
   if (w_hh0.dims.size() != 2) return false;
   const int64_t hidden = w_hh0.dims[1];
-  const int64_t layout = *batch_first ? 1 : 0;
 
   auto unsqueezed = [&](std::vector<std::string> parts) {
     for (auto& p : parts) p = c.emit1("Unsqueeze", {p, c.ints_const({0})});
     return parts.size() == 1 ? parts[0] : c.emit1("Concat", parts, {attr_i("axis", 0)});
   };
+  auto seq_first = [&](const std::string& t) { return c.emit1("Transpose", {t}, {attr_ints("perm", {1, 0, 2})}); };
   std::string x = c.tensor(0);
+  if (*batch_first) x = seq_first(x);
   std::vector<std::string> hs, cs;
   for (int64_t l = 0; l < *layers; ++l) {
     std::vector<std::string> w, r, b;
@@ -353,23 +357,21 @@ bool lower_rnn(Call& c, RnnKind kind) {
     }
     std::vector<std::string> ins = {x, unsqueezed(w), unsqueezed(r)};
     if (*has_biases) ins.push_back(unsqueezed(b));
-    Attrs attrs = {attr_i("hidden_size", hidden), attr_i("layout", layout),
-                   attr_s("direction", dirs == 2 ? "bidirectional" : "forward")};
+    Attrs attrs = {attr_i("hidden_size", hidden), attr_s("direction", dirs == 2 ? "bidirectional" : "forward")};
     auto outs = c.emit(kind.op, ins, attrs, kind.cell ? 3 : 2);
-    // Y is [T, dirs, B, H] (or [B, T, dirs, H]); torch's output merges dirs and H.
-    std::string y = outs[0];
-    if (layout == 0) y = c.emit1("Transpose", {y}, {attr_ints("perm", {0, 2, 1, 3})});
-    x = c.emit1("Reshape", {y, c.ints_const({0, 0, -1})});
-    // h_n is [layers*dirs, B, H] whatever the layout.
-    auto state = [&](const std::string& s) {
-      return layout == 0 ? s : c.emit1("Transpose", {s}, {attr_ints("perm", {1, 0, 2})});
-    };
-    hs.push_back(state(outs[1]));
-    if (kind.cell) cs.push_back(state(outs[2]));
+    // Y is [T, dirs, B, H]; torch's output is [T, B, dirs*H].
+    if (dirs == 1) {
+      x = c.emit1("Squeeze", {outs[0], c.ints_const({1})});
+    } else {
+      x = c.emit1("Reshape", {c.emit1("Transpose", {outs[0]}, {attr_ints("perm", {0, 2, 1, 3})}), c.ints_const({0, 0, -1})});
+    }
+    hs.push_back(outs[1]);  // [dirs, B, H]: h_n stacks them
+    if (kind.cell) cs.push_back(outs[2]);
     if (train && dropout > 0 && l + 1 < *layers) {
       x = c.emit("Dropout", {x, c.scalar_const(dropout, at::kFloat), c.scalar_const(1, at::kBool)}, {}, 2)[0];
     }
   }
+  if (*batch_first) x = seq_first(x);
   c.set(0, x).rank = 3;
   auto concat = [&](const std::vector<std::string>& v) {
     return v.size() == 1 ? v[0] : c.emit1("Concat", v, {attr_i("axis", 0)});
@@ -488,7 +490,7 @@ const OpEntry kOps[] = {
     {"aten::embedding", lower_embedding, "Gather", "Gather(weight, ids)"},
     {"aten::linear", lower_linear, "Linear", "memest::Linear(x, W[out,in], b)"},
     {"aten::scaled_dot_product_attention", lower_sdpa, "Attention", "memest::Attention, dropout and is_causal kept"},
-    {"aten::lstm", lower_lstm, "LSTM", "one ONNX LSTM per layer over the module's weights"},
+    {"aten::lstm", lower_lstm, "LSTM", "one ONNX LSTM per layer over the module's weights, sequence-first"},
     {"aten::gru", lower_gru, "GRU", "one ONNX GRU per layer"},
     {"aten::rnn_tanh", lower_rnn_plain, "RNN", "one ONNX RNN per layer"},
     {"aten::rnn_relu", lower_rnn_plain, "RNN", "one ONNX RNN per layer"},

@@ -2,12 +2,15 @@
 """Builds the small TorchScript models the TorchScript frontend tests read.
 
 Run with Debian's /usr/bin/python3 (torch 1.13):  make_torchscript.py OUTDIR
-Writes NAME_traced.pt and NAME_scripted.pt for each model, plus NAME.onnx (the same
-architecture exported in training mode) so the tests can compare the two frontends.
-Nothing here is committed as a binary; ctest runs this into the build tree.
+Writes NAME_traced.pt and NAME_scripted.pt for each model, NAME.onnx (the same
+architecture exported in training mode) so the tests can compare the two frontends,
+and manifest.json: each model's --input-shape and torch's own parameter and buffer
+bytes. Nothing here is committed as a binary; ctest runs this into the build tree.
 """
+import json
 import os
 import sys
+import warnings
 
 import torch
 import torch.nn as nn
@@ -108,6 +111,10 @@ MODELS = {
 }
 
 
+def spec(shape, dtype):
+    return "x".join(str(d) for d in shape) + (":int64" if dtype == torch.int64 else ":float32")
+
+
 def example(shape, dtype, batch=2):
     if dtype == torch.int64:
         return torch.randint(0, 10, (batch,) + shape)
@@ -117,7 +124,9 @@ def example(shape, dtype, batch=2):
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(out, exist_ok=True)
+    warnings.filterwarnings("ignore")
     torch.manual_seed(0)
+    manifest = {}
     for name, (factory, shape, dtype) in MODELS.items():
         model = factory().train()
         x = example(shape, dtype)
@@ -126,11 +135,19 @@ def main():
         torch.onnx.export(model, x, os.path.join(out, name + ".onnx"), input_names=["x"],
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           opset_version=17, dynamic_axes={"x": {0: "batch"}})
+        manifest[name] = {
+            "input_shape": spec(shape, dtype),
+            # named_parameters() counts a tied weight once, as the GPU does.
+            "parameter_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+            "buffer_bytes": sum(b.numel() * b.element_size() for b in model.buffers()),
+        }
     # Not TorchScript archives, for the error tests.
     with open(os.path.join(out, "not_a_model.pt"), "wb") as f:
         f.write(b"this is not a zip archive\n")
     with open(os.path.join(out, "broken_zip.pt"), "wb") as f:
         f.write(b"PK\x03\x04 truncated")
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
 
 
 if __name__ == "__main__":
