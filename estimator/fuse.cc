@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <unordered_map>
+#include <vector>
 
 #include "estimator/ops/registry.h"
 
@@ -14,9 +16,11 @@ namespace {
 class Fuser {
  public:
   // Links are kept up to date rewrite by rewrite instead of by Graph::relink(),
-  // which would make the pass quadratic. A pattern asks only how many live uses a
+  // which would make the pass quadratic. Patterns mostly ask how many live uses a
   // tensor has and, when it is one, which node: a count and the sum of the using
-  // nodes' indices answer both, and each costs O(1) to update.
+  // nodes' indices answer both, and each costs O(1) to update. The full list,
+  // when a pattern needs it, is rebuilt from the constructor's lists plus the
+  // fused nodes made since (consumers()).
   explicit Fuser(Graph& g) : g_(g) {
     g_.relink();
     uses_.assign(g_.tensors.size(), 0);
@@ -39,7 +43,27 @@ class Fuser {
       }
     }
   }
+  // T(t).consumers is as the constructor found it; rewrites since then show in
+  // consumers(t), only_consumer(t) and uses_[t] only.
   const Tensor& T(int t) const { return g_.tensors[t]; }
+  // The live nodes reading tensor t, one entry per use, in node order (what
+  // Graph::relink() would list). Linear in the uses the constructor saw.
+  std::vector<int> consumers(int t) const {
+    std::vector<int> candidates = T(t).consumers;
+    if (auto it = added_.find(t); it != added_.end()) {
+      candidates.insert(candidates.end(), it->second.begin(), it->second.end());
+    }
+    std::sort(candidates.begin(), candidates.end());
+    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    std::vector<int> out;
+    for (int c : candidates) {
+      if (g_.nodes[c].dead) continue;
+      for (int in : g_.nodes[c].inputs) {
+        if (in == t) out.push_back(c);
+      }
+    }
+    return out;
+  }
   // The single live consumer of tensor t, or -1.
   int only_consumer(int t) const {
     if (t < 0) return -1;
@@ -106,6 +130,7 @@ class Fuser {
       if (in < 0) continue;
       ++uses_[in];
       use_sum_[in] += k;
+      added_[in].push_back(k);
     }
     for (int out : n.outputs) {
       if (out >= 0) g_.tensors[out].producer = k;
@@ -113,6 +138,7 @@ class Fuser {
   }
   void relink_all() {
     g_.relink();
+    added_.clear();
     std::fill(uses_.begin(), uses_.end(), 0);
     std::fill(use_sum_.begin(), use_sum_.end(), 0);
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
@@ -176,9 +202,9 @@ class Fuser {
   // Where(IsNaN(p), 0, p): the exporter's guard for fully masked rows; part of the kernel.
   int strip_nan_guard(int p, std::vector<int>& dead) {
     const Tensor& t = T(p);
-    if (t.graph_output || t.consumers.size() != 2) return p;
+    if (t.graph_output || uses_[p] != 2) return p;
     int isnan = -1, where = -1;
-    for (int c : t.consumers) {
+    for (int c : consumers(p)) {
       if (g_.nodes[c].op == "IsNaN") isnan = c;
       if (g_.nodes[c].op == "Where") where = c;
     }
@@ -322,6 +348,7 @@ class Fuser {
   int count_ = 0;
   std::vector<int> uses_;         // live uses of each tensor
   std::vector<int64_t> use_sum_;  // sum of the indices of the nodes using it
+  std::unordered_map<int, std::vector<int>> added_;  // tensor -> fused nodes made since that read it
   bool relink_each_time_ = false;
 };
 
@@ -335,7 +362,8 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     for (size_t k = 0; k < g.nodes.size(); ++k) f.attention(static_cast<int>(k));
   }
   for (size_t k = 0; k < g.nodes.size(); ++k) f.linear(static_cast<int>(k));
-  g.relink();  // producer/consumer lists exactly as the rest of the pipeline expects them
+  // Consumer lists as Graph::relink() builds them (untouched when nothing was fused).
+  if (f.count_ > 0) g.relink();
   return f.count_;
 }
 

@@ -2,6 +2,7 @@
 #include "estimator/ir.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "estimator/error.h"
 
@@ -127,13 +128,12 @@ std::vector<int64_t> Node::attr_ints(const std::string& key, std::vector<int64_t
 }
 
 int Graph::tensor_id(const std::string& name) {
-  auto it = index_.find(name);
-  if (it != index_.end()) return it->second;
-  int id = static_cast<int>(tensors.size());
-  tensors.emplace_back();
-  tensors.back().name = name;
-  index_.emplace(name, id);
-  return id;
+  auto [it, inserted] = index_.try_emplace(name, static_cast<int>(tensors.size()));
+  if (inserted) {
+    tensors.emplace_back();
+    tensors.back().name = name;
+  }
+  return it->second;
 }
 
 int Graph::find_tensor(const std::string& name) const {
@@ -177,23 +177,23 @@ void Graph::warn(const std::string& what) {
 std::string module_from_scoped_name(const std::string& node_name) {
   // "/layer1/layer1.0/conv1/Conv" -> segments layer1, layer1.0, conv1 (the last, "Conv", is the op).
   if (node_name.empty() || node_name[0] != '/') return "";
-  std::vector<std::string> segs;
-  size_t start = 1;
-  while (start <= node_name.size()) {
-    size_t slash = node_name.find('/', start);
-    if (slash == std::string::npos) break;  // the last segment names the op
-    segs.push_back(node_name.substr(start, slash - start));
-    start = slash + 1;
-  }
+  const std::string_view name(node_name);
   std::string path;
-  for (const auto& s : segs) {
+  size_t start = 1;
+  while (start <= name.size()) {
+    size_t slash = name.find('/', start);
+    if (slash == std::string_view::npos) break;  // the last segment names the op
+    const std::string_view s = name.substr(start, slash - start);
+    start = slash + 1;
     if (s.empty()) continue;
     // A segment is either a full dotted path ("layer1.0", extending the current one)
     // or an attribute name relative to it ("conv1").
-    if (path.empty() || s.rfind(path + ".", 0) == 0) {
-      path = s;
+    const bool extends = s.size() > path.size() && s.compare(0, path.size(), path) == 0 && s[path.size()] == '.';
+    if (path.empty() || extends) {
+      path.assign(s);
     } else {
-      path += "." + s;
+      path += '.';
+      path += s;
     }
   }
   return path;

@@ -54,6 +54,7 @@ struct Tensor {
   std::optional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
   bool graph_output = false;
   std::string module;             ///< module path of a parameter ("layer1.0.conv1")
+  int dtype_follows = -1;         ///< an input made in another tensor's run-time dtype (mse's target)
 
   bool shape_known() const { return shape.has_value(); }
   /// numel * element size, symbolic; requires a known shape.

@@ -57,6 +57,7 @@ void append_loss(Graph& g, Loss loss) {
     g.tensors[y].kind = TensorKind::Input;
     g.tensors[y].dtype = o.dtype;
     g.tensors[y].shape = shape;
+    g.tensors[y].dtype_follows = out;  // protocol.md: "same shape and dtype as the output" (fp16 under autocast)
     g.inputs.push_back(y);
     loss_t = add_node(g, "MseLoss", "memest", {out, y}, DType::F32, {}, "mse_loss");
   } else {

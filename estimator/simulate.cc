@@ -76,6 +76,7 @@ class Builder {
       param_grads_.clear();
       phase_ = Phase::Forward;
       forward();
+      if (it == 0) size_targets_like_outputs();
       phase_ = Phase::Backward;
       backward();
       phase_ = Phase::Optimizer;
@@ -123,7 +124,20 @@ class Builder {
       }
     }
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      if (g_.tensors[t].kind == TensorKind::Input) block_of_[t] = alloc(bytes_of(t, g_.tensors[t].dtype), Category::Inputs, -1);
+      if (g_.tensors[t].kind != TensorKind::Input) continue;
+      block_of_[t] = alloc(bytes_of(t, g_.tensors[t].dtype), Category::Inputs, -1);
+      if (g_.tensors[t].dtype_follows >= 0) follows_.push_back(static_cast<int>(t));
+    }
+  }
+
+  // A target made like the output (mse) takes the output's run-time dtype, known only
+  // once the forward has run: its setup allocation is resized in place.
+  void size_targets_like_outputs() {
+    for (int t : follows_) {
+      const DType d = run_dtype_[g_.tensors[t].dtype_follows];
+      if (d == DType::Undefined || d == run_dtype_[t]) continue;
+      run_dtype_[t] = d;
+      prog_.blocks[block_of_[t]].bytes = bytes_of(t, d);
     }
   }
 
@@ -519,6 +533,7 @@ class Builder {
   std::vector<Expr> numel_;
   std::vector<std::vector<EffectiveInput>> eff_;
   std::vector<int> params_;
+  std::vector<int> follows_;
   std::vector<std::pair<int, int>> param_grads_;
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
