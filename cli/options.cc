@@ -29,11 +29,16 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
                  "attention kernels: fused (PyTorch 2's scaled_dot_product_attention) or eager (explicit TxT matrix)")
       ->check(CLI::IsMember({"fused", "eager"}))
       ->capture_default_str();
+  app.add_option("--checkpoint", o.checkpoint,
+                 "activation checkpointing, as torch.utils.checkpoint(use_reentrant=False): none, blocks (each "
+                 "repeated block: a residual stage's block, a transformer layer), or sqrt (sqrt(n) segments)")
+      ->check(CLI::IsMember({"none", "blocks", "sqrt"}))
+      ->capture_default_str();
   app.add_option("--target", o.target, "GPU + torch profile for library constants (default h200-torch2.11)");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
 
-Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim) {
+AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free_dim) {
   AnalysisOptions ao;
   for (const auto& d : o.dims) {
     auto eq = d.find('=');
@@ -53,10 +58,22 @@ Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim) {
   t.amp = o.amp == "fp16" ? Amp::FP16 : o.amp == "bf16" ? Amp::BF16 : Amp::None;
   t.loss = o.loss == "mse" ? Loss::MSE : o.loss == "sum" ? Loss::Sum : Loss::CE;
   t.attention = o.attention == "eager" ? Attention::Eager : Attention::Fused;
+  t.checkpoint = o.checkpoint == "blocks" ? Checkpoint::Blocks : o.checkpoint == "sqrt" ? Checkpoint::Sqrt
+                                                                                        : Checkpoint::None;
   t.target = &find_target(o.target);
+  return ao;
+}
+
+Graph load_graph(const CommonOptions& o) {
   std::vector<InputSpec> specs;
   for (const auto& s : o.input_shapes) specs.push_back(parse_input_shape(s));
-  return analyze(load_model(o.model, specs), ao);
+  return load_model(o.model, specs);
+}
+
+Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim) {
+  // Options first: a bad --dim is reported before the model is read.
+  AnalysisOptions ao = analysis_options(o, free_dim);
+  return analyze(load_graph(o), ao);
 }
 
 std::vector<std::string> normalize_args(int argc, char** argv) {

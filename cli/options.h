@@ -20,6 +20,7 @@ struct CommonOptions {
   std::vector<std::string> dims;          ///< NAME=VALUE
   std::vector<std::string> input_shapes;  ///< TorchScript per-sample shapes
   std::string attention = "fused";
+  std::string checkpoint = "none";
   std::string target;
   bool json = false;
 };
@@ -27,6 +28,10 @@ struct CommonOptions {
 /// Adds MODEL and the shared flags to a CLI11 app.
 void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option = true);
 
+/// The analysis options these flags ask for. Throws Error on a malformed --dim.
+AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free_dim = "");
+/// Reads the model file (advise analyses one graph under several configurations).
+Graph load_graph(const CommonOptions& o);
 /// Loads the model and runs the analysis for these options. Throws Error.
 Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim = "");
 

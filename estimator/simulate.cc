@@ -5,6 +5,8 @@
 #include "estimator/simulate.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstring>
 
 #include "estimator/error.h"
@@ -65,6 +67,25 @@ class Builder {
     eff_.resize(nn);
     prog_.saved_by_node.resize(nn);
     low_ = cfg.amp == Amp::BF16 ? DType::BF16 : DType::F16;
+    segment_of_.assign(nn, -1);
+    segments_ = checkpoint_segments(g, cfg.checkpoint);
+    for (size_t s = 0; s < segments_.size(); ++s) {
+      for (int k = segments_[s].first; k <= segments_[s].last; ++k) segment_of_[k] = static_cast<int>(s);
+    }
+    seg_inputs_.resize(segments_.size());
+    seg_held_.resize(segments_.size());
+    for (size_t s = 0; s < segments_.size(); ++s) {
+      // checkpoint() keeps its arguments: the activations that flow into the block.
+      std::vector<bool> seen(nt, false);
+      for (int k = segments_[s].first; k <= segments_[s].last; ++k) {
+        for (int t : g.nodes[k].inputs) {
+          if (t < 0 || seen[t]) continue;
+          seen[t] = true;
+          const int p = g.tensors[t].producer;
+          if (p >= 0 && segment_of_[p] != static_cast<int>(s)) seg_inputs_[s].push_back(t);
+        }
+      }
+    }
   }
 
   Program run() {
@@ -162,6 +183,13 @@ class Builder {
         prev_out_.clear();
         released_prev_out = true;
       }
+      const int seg = segment_of_[k];
+      if (seg >= 0 && static_cast<int>(k) == segments_[seg].first) {
+        for (int t : seg_inputs_[seg]) {
+          ref(block_of_[t]);
+          seg_held_[seg].push_back(block_of_[t]);
+        }
+      }
       forward_node(static_cast<int>(k));
     }
     if (!released_prev_out) {
@@ -179,10 +207,14 @@ class Builder {
     prev_loss_.swap(cur_loss_);
   }
 
-  void forward_node(int k) {
+  // `recompute`: checkpoint's second forward of a segment, during backward.
+  void forward_node(int k, bool recompute = false) {
     const Node& n = g_.nodes[k];
     const OpInfo* info = n.info;
     const bool amp = cfg_.amp != Amp::None;
+    const int seg = segment_of_[k];
+    // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
+    const bool keep_saved = seg < 0 || recompute;
     const Autocast policy = info ? info->autocast : Autocast::Keep;
 
     // Inputs as the op sees them: autocast may cast them first.
@@ -283,15 +315,17 @@ class Builder {
         out_blocks[j] = alloc(bytes_of(o, d), Category::Activations, k);
       }
       block_of_[o] = out_blocks[j];
-      for (size_t c = 0; c < ot.consumers.size(); ++c) ref(out_blocks[j]);
-      if (ot.graph_output) {
+      for (int c : ot.consumers) {
+        if (!recompute || segment_of_[c] == seg) ref(out_blocks[j]);
+      }
+      if (ot.graph_output && !recompute) {
         ref(out_blocks[j]);
         (n.module == "loss" && n.domain == "memest" ? cur_loss_ : cur_out_).push_back(out_blocks[j]);
       }
     }
 
     // What autograd keeps for backward.
-    if (rg && info) {
+    if (rg && info && keep_saved) {
       auto& saved = saved_now_[k];
       for (size_t i = 0; i < eff.size(); ++i) {
         if (eff[i].tensor < 0 || eff[i].block < 0) continue;
@@ -326,7 +360,11 @@ class Builder {
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
     // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] >= 0 && g_.tensors[n.inputs[i]].producer >= 0) unref(block_of_[n.inputs[i]]);
+      const int t = n.inputs[i];
+      if (t < 0 || g_.tensors[t].producer < 0) continue;
+      // In a recompute, inputs from outside the segment are held by checkpoint, not by uses.
+      if (recompute && segment_of_[g_.tensors[t].producer] != seg) continue;
+      unref(block_of_[t]);
     }
     for (int b : temps) unref(b);
     for (int b : out_blocks) unref(b);
@@ -421,13 +459,36 @@ class Builder {
       }
       bool have = false;
       for (int o : n.outputs) have |= o >= 0 && grad_[o] >= 0;
+      const int seg = segment_of_[k];
+      if (have && seg >= 0 && !recomputed_[seg]) recompute_segment(seg);
       if (have) backward_node(k);
+      if (seg >= 0 && k == segments_[seg].first) {
+        for (int b : seg_held_[seg]) unref(b);
+        seg_held_[seg].clear();
+        recomputed_[seg] = false;
+      }
       release_saved(k);
     }
     for (size_t t = 0; t < grad_.size(); ++t) {
       if (grad_[t] >= 0) unref(grad_[t]);
       grad_[t] = -1;
     }
+  }
+
+  // Backward reached a checkpointed segment: run its forward again, keeping what
+  // autograd saves this time. Autocast's weight casts are made anew and dropped with
+  // the saved tensors that hold them.
+  void recompute_segment(int seg) {
+    recomputed_[seg] = true;
+    std::vector<int> outer_cache = cache_;
+    std::fill(cache_.begin(), cache_.end(), -1);
+    for (int j = segments_[seg].first; j <= segments_[seg].last; ++j) {
+      if (!g_.nodes[j].dead) forward_node(j, /*recompute=*/true);
+    }
+    for (int& b : cache_) {
+      if (b >= 0) unref(b);
+    }
+    cache_ = outer_cache;
   }
 
   void release_saved(int k) {
@@ -534,6 +595,10 @@ class Builder {
   std::vector<std::vector<EffectiveInput>> eff_;
   std::vector<int> params_;
   std::vector<int> follows_;
+  std::vector<Segment> segments_;
+  std::vector<int> segment_of_;
+  std::vector<std::vector<int>> seg_inputs_, seg_held_;
+  std::vector<bool> recomputed_ = std::vector<bool>(g_.nodes.size(), false);
   std::vector<std::pair<int, int>> param_grads_;
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
@@ -541,6 +606,56 @@ class Builder {
 };
 
 }  // namespace
+
+namespace {
+
+// "layer1.0.conv1" -> "layer1.0": the path up to the first segment that is an index.
+std::string block_of_module(const std::string& module) {
+  size_t start = 0;
+  while (start < module.size()) {
+    size_t dot = module.find('.', start);
+    std::string seg = module.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    size_t digits = seg.size();
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(seg[digits - 1]))) --digits;
+    if (digits < seg.size() && (digits == 0 || seg[digits - 1] == '_')) {
+      return module.substr(0, dot == std::string::npos ? module.size() : dot);
+    }
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<Segment> checkpoint_segments(const Graph& g, Checkpoint mode) {
+  std::vector<Segment> blocks;
+  if (mode == Checkpoint::None) return blocks;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (n.dead) continue;
+    const std::string b = block_of_module(n.module);
+    if (b.empty()) continue;
+    if (!blocks.empty() && blocks.back().module == b) {
+      blocks.back().last = static_cast<int>(k);
+    } else {
+      blocks.push_back({static_cast<int>(k), static_cast<int>(k), b});
+    }
+  }
+  // A block interleaved with other nodes is split above; keep the runs as they are.
+  if (mode == Checkpoint::Sqrt && !blocks.empty()) {
+    const size_t n = blocks.size();
+    const size_t per = std::max<size_t>(1, static_cast<size_t>(std::ceil(std::sqrt(static_cast<double>(n)))));
+    std::vector<Segment> grouped;
+    for (size_t i = 0; i < n; i += per) {
+      Segment s = blocks[i];
+      s.last = blocks[std::min(n, i + per) - 1].last;
+      grouped.push_back(s);
+    }
+    blocks = grouped;
+  }
+  return blocks;
+}
 
 Program build_program(const Graph& g, const TrainConfig& cfg) {
   TrainConfig c = cfg;

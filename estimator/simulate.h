@@ -40,6 +40,7 @@ struct TrainConfig {
   Attention attention = Attention::Fused;
   int iterations = 3;
   bool foreach = true;  ///< torch's default multi-tensor optimizer (false: fused, no temporaries)
+  Checkpoint checkpoint = Checkpoint::None;  ///< torch.utils.checkpoint(use_reentrant=False) per block
   const Target* target = nullptr;
 };
 
@@ -64,6 +65,17 @@ struct Program {
   std::vector<std::vector<int>> saved_by_node;  ///< blocks each node keeps for backward
   std::vector<std::string> notes;               ///< assumptions made while building
 };
+
+/// A run of nodes that torch.utils.checkpoint wraps: [first, last] in node order.
+struct Segment {
+  int first, last;
+  std::string module;  ///< the block's module path ("layer1.0"), or the first block's for sqrt
+};
+
+/// The checkpointed segments for a mode: every top-level repeated block (a module path
+/// segment that is an index: "layer1.0", "blocks.3", "encoder_layer_7"), or, for Sqrt,
+/// those blocks grouped into about sqrt(n) consecutive segments.
+std::vector<Segment> checkpoint_segments(const Graph& g, Checkpoint mode);
 
 /// Builds the program for a graph that already has its loss appended (see loss.h).
 Program build_program(const Graph& g, const TrainConfig& cfg);

@@ -4,17 +4,21 @@
 // never read, so a model whose external-data file is absent works.
 #include "frontends/onnx_reader.h"
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "estimator/error.h"
 
@@ -173,16 +177,24 @@ std::string node_metadata(const onnx::NodeProto& n, const std::string& key) {
 }
 
 std::string module_of(const onnx::NodeProto& n) {
-  {
-    const std::string v = node_metadata(n, "pkg.torch.onnx.name_scopes");
-    if (!v.empty()) {
-      // "['', 'layer1', 'layer1.0', 'layer1.0.conv1']": the last quoted item.
-      size_t end = v.rfind('\'');
-      if (end == std::string::npos || end == 0) return "";
-      size_t begin = v.rfind('\'', end - 1);
-      if (begin == std::string::npos) return "";
-      return v.substr(begin + 1, end - begin - 1);
+  // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
+  // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
+  // before it, the innermost module.
+  const std::string ns = node_metadata(n, "namespace");
+  if (!ns.empty()) {
+    std::string module;
+    size_t start = 0;
+    while (start <= ns.size()) {
+      size_t slash = ns.find('/', start);
+      std::string part = ns.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      size_t colon = part.find(": ");
+      std::string name = colon == std::string::npos ? part : part.substr(0, colon);
+      std::string type = colon == std::string::npos ? "" : part.substr(colon + 2);
+      if (type.rfind("aten.", 0) != 0 && type.rfind("prims.", 0) != 0) module = name;
+      if (slash == std::string::npos) break;
+      start = slash + 1;
     }
+    return module;
   }
   return module_from_scoped_name(n.name());
 }
@@ -195,8 +207,12 @@ class Lowering {
 
   void run() {
     const auto& graph = m_.graph();
-    std::unordered_map<std::string, bool> is_init;
-    for (const auto& init : graph.initializer()) lower_initializer(init), is_init[init.name()] = true;
+    size_t tensors = static_cast<size_t>(graph.initializer_size()) + graph.input_size() + graph.output_size();
+    for (const auto& n : graph.node()) tensors += n.output_size();
+    g_.reserve(tensors, static_cast<size_t>(graph.node_size()));
+    std::unordered_set<std::string_view> is_init;  // views of the model's own strings
+    is_init.reserve(static_cast<size_t>(graph.initializer_size()));
+    for (const auto& init : graph.initializer()) lower_initializer(init), is_init.insert(init.name());
     for (const auto& sp : graph.sparse_initializer()) {
       int id = g_.tensor_id(sp.values().name());
       Tensor& t = g_.tensors[id];
@@ -204,8 +220,8 @@ class Lowering {
       t.dtype = dtype_from_onnx(sp.values().data_type());
       Shape s;
       for (int64_t d : sp.dims()) s.push_back(Expr(d));
-      t.shape = s;
-      is_init[sp.values().name()] = true;
+      t.shape = std::move(s);
+      is_init.insert(sp.values().name());
     }
     for (const auto& in : graph.input()) {
       if (is_init.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
@@ -219,7 +235,7 @@ class Lowering {
       int id = g_.tensor_id(vi.name());
       Tensor probe;
       lower_type(vi, probe, false);
-      if (probe.shape) g_.tensors[id].declared = probe.shape;
+      if (probe.shape) g_.tensors[id].declared = std::move(probe.shape);
       if (g_.tensors[id].dtype == DType::Undefined) g_.tensors[id].dtype = probe.dtype;
     }
     for (const auto& n : graph.node()) lower_node(n, "", {}, "");
@@ -241,8 +257,9 @@ class Lowering {
     t.dtype = dtype_from_onnx(init.data_type());
     int64_t numel = checked_numel(init.dims(), g_.file, init.name());
     Shape s;
+    s.reserve(static_cast<size_t>(init.dims_size()));
     for (int64_t d : init.dims()) s.push_back(Expr(d));
-    t.shape = s;
+    t.shape = std::move(s);
     if (is_floating(t.dtype)) {
       t.kind = TensorKind::Parameter;  // refined by classify_initializers()
       t.fvalue = read_floats(init, numel);
@@ -275,7 +292,7 @@ class Lowering {
       }
       ++k;
     }
-    t.shape = s;
+    t.shape = std::move(s);
   }
 
   // Lowers one node; `prefix` and `rename` serve function inlining.
@@ -287,11 +304,14 @@ class Lowering {
       if (it != rename.end()) return it->second;
       return prefix.empty() ? s : prefix + s;
     };
-    const std::string dom = n.domain() == "ai.onnx" ? "" : n.domain();
-    auto fn = functions_.find(dom + "::" + n.op_type());
-    if (fn != functions_.end() && depth_ < 16) {
-      inline_function(*fn->second, n, map_name, outer_module);
-      return;
+    static const std::string kDefaultDomain;
+    const std::string& dom = n.domain() == "ai.onnx" ? kDefaultDomain : n.domain();
+    if (!functions_.empty()) {
+      auto fn = functions_.find(dom + "::" + n.op_type());
+      if (fn != functions_.end() && depth_ < 16) {
+        inline_function(*fn->second, n, map_name, outer_module);
+        return;
+      }
     }
     if (!known_domains().count(dom)) {
       throw Error(g_.file, n.name().empty() ? n.op_type() : n.name(),
@@ -303,8 +323,16 @@ class Lowering {
     node.domain = dom;
     node.module = module_of(n);
     if (node.module.empty()) node.module = outer_module;
-    for (const auto& in : n.input()) node.inputs.push_back(in.empty() ? -1 : g_.tensor_id(map_name(in)));
-    for (const auto& out : n.output()) node.outputs.push_back(out.empty() ? -1 : g_.tensor_id(map_name(out)));
+    // Outside inlined functions (nearly always) a name is the tensor's own: no copy.
+    const bool as_is = prefix.empty() && rename.empty();
+    auto id_of = [&](const std::string& s) {
+      if (s.empty()) return -1;
+      return as_is ? g_.tensor_id(s) : g_.tensor_id(map_name(s));
+    };
+    node.inputs.reserve(static_cast<size_t>(n.input_size()));
+    node.outputs.reserve(static_cast<size_t>(n.output_size()));
+    for (const auto& in : n.input()) node.inputs.push_back(id_of(in));
+    for (const auto& out : n.output()) node.outputs.push_back(id_of(out));
     for (const auto& a : n.attribute()) {
       Attribute attr = lower_attribute(a, g_.file);
       if (attr.kind == Attribute::Graph) {
@@ -382,7 +410,13 @@ void classify_initializers(Graph& g) {
 
 Graph read_onnx_bytes(const std::string& bytes, const std::string& file) {
   if (bytes.empty()) throw Error(file, "", "the file is empty, not an ONNX model");
-  onnx::ModelProto model;
+  // The message tree lives on an arena: parsing a large graph is then a few big
+  // allocations instead of one per node and string, and freeing it is one more.
+  google::protobuf::ArenaOptions arena_opts;
+  arena_opts.start_block_size = std::min<size_t>(std::max<size_t>(bytes.size() * 2, 4096), size_t{64} << 20);
+  arena_opts.max_block_size = size_t{64} << 20;
+  google::protobuf::Arena arena(arena_opts);
+  onnx::ModelProto& model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetTotalBytesLimit(INT32_MAX);
