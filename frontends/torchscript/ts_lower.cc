@@ -365,7 +365,8 @@ void Lowerer::lower_call(torch::jit::Node* n) {
     if ((o.kind == Val::Kind::Tensor || o.kind == Val::Kind::Scalar) && o.name.empty()) o = Val();
   }
   if (inplace && !outs.empty() && outs[0].is_tensor()) {
-    onnx_.mark(outs[0].name, attr_i("inplace", 1));
+    // (A refill in place emits nothing: its result is its input, already marked or not.)
+    if (outs[0].name != in[0].name) onnx_.mark(outs[0].name, attr_i("inplace", 1));
     // Later reads of the mutated input see the result.
     bind(n->input(0), outs[0]);
   }

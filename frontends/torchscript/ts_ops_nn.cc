@@ -316,11 +316,14 @@ struct RnnKind {
 
 // lstm/gru/rnn_*(input, hx, params, has_biases, num_layers, dropout, train,
 // bidirectional, batch_first): one ONNX node per layer over the module's own
-// weights (unsqueezed views; only the bias is concatenated), so parameter bytes
-// match the module. Like cuDNN in torch, the layers run sequence-first: a
-// batch_first input is transposed on the way in and the output is a transposed
-// view on the way out (which F.linear after it does not take as contiguous).
-// The packed-sequence overloads are left to the generic op.
+// weights, so parameter bytes match the module. A loaded TorchScript module's RNN
+// weights are not one flat chunk (only Python's nn.LSTM flattens them when moved
+// to the GPU), so cuDNN copies them into a weight buffer every forward and keeps
+// it for backward: W, R and B are Concat copies here, kept by the LSTM node.
+// Like cuDNN, the layers run sequence-first: a batch_first input is transposed
+// on the way in and the output is a transposed view on the way out (which
+// F.linear after it does not take as contiguous). The packed-sequence overloads
+// are left to the generic op.
 bool lower_rnn(Call& c, RnnKind kind) {
   if (c.arg("batch_first") < 0) return false;
   const Val& params = c.in(2);
@@ -338,9 +341,10 @@ bool lower_rnn(Call& c, RnnKind kind) {
   if (w_hh0.dims.size() != 2) return false;
   const int64_t hidden = w_hh0.dims[1];
 
-  auto unsqueezed = [&](std::vector<std::string> parts) {
+  // [dirs, ...] copies of the per-direction weights: cuDNN's weight buffer.
+  auto weight_buffer = [&](std::vector<std::string> parts) {
     for (auto& p : parts) p = c.emit1("Unsqueeze", {p, c.ints_const({0})});
-    return parts.size() == 1 ? parts[0] : c.emit1("Concat", parts, {attr_i("axis", 0)});
+    return c.emit1("Concat", parts, {attr_i("axis", 0)});
   };
   auto seq_first = [&](const std::string& t) { return c.emit1("Transpose", {t}, {attr_ints("perm", {1, 0, 2})}); };
   std::string x = c.tensor(0);
@@ -355,8 +359,8 @@ bool lower_rnn(Call& c, RnnKind kind) {
       if (*has_biases) b.push_back(c.emit1("Concat", {params.items[base + 2].name, params.items[base + 3].name},
                                           {attr_i("axis", 0)}));
     }
-    std::vector<std::string> ins = {x, unsqueezed(w), unsqueezed(r)};
-    if (*has_biases) ins.push_back(unsqueezed(b));
+    std::vector<std::string> ins = {x, weight_buffer(w), weight_buffer(r)};
+    if (*has_biases) ins.push_back(weight_buffer(b));
     Attrs attrs = {attr_i("hidden_size", hidden), attr_s("direction", dirs == 2 ? "bidirectional" : "forward")};
     auto outs = c.emit(kind.op, ins, attrs, kind.cell ? 3 : 2);
     // Y is [T, dirs, B, H]; torch's output is [T, B, dirs*H].
@@ -490,7 +494,7 @@ const OpEntry kOps[] = {
     {"aten::embedding", lower_embedding, "Gather", "Gather(weight, ids)"},
     {"aten::linear", lower_linear, "Linear", "memest::Linear(x, W[out,in], b)"},
     {"aten::scaled_dot_product_attention", lower_sdpa, "Attention", "memest::Attention, dropout and is_causal kept"},
-    {"aten::lstm", lower_lstm, "LSTM", "one ONNX LSTM per layer over the module's weights, sequence-first"},
+    {"aten::lstm", lower_lstm, "LSTM", "one ONNX LSTM per layer, sequence-first, over cuDNN's weight copy"},
     {"aten::gru", lower_gru, "GRU", "one ONNX GRU per layer"},
     {"aten::rnn_tanh", lower_rnn_plain, "RNN", "one ONNX RNN per layer"},
     {"aten::rnn_relu", lower_rnn_plain, "RNN", "one ONNX RNN per layer"},

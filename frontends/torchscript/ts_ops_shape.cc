@@ -89,6 +89,16 @@ bool lower_unflatten(Call& c) {
 
 // ---- Layout ------------------------------------------------------------------------
 
+// contiguous(x) is a Reshape to x's own shape: memest's Reshape is a view of a
+// contiguous input and a copy of a strided one, which is what contiguous() does.
+// (Exported ONNX drops it, losing the copy when no reshape follows.)
+bool lower_contiguous(Call& c) {
+  if (c.in(0).kind != Val::Kind::Tensor) return lower_identity(c);
+  std::string x = c.tensor(0);
+  c.set(0, c.emit1("Reshape", {x, c.emit1("Shape", {x})}));
+  return true;
+}
+
 bool lower_permute(Call& c) {
   auto dims = c.ints(1);
   if (!dims) return false;
@@ -283,17 +293,24 @@ bool lower_unbind(Call& c) {
 
 // ---- Indexing ------------------------------------------------------------------------
 
-std::string index_operand(Call& c, size_t i) {
-  const Val& v = c.in(i);
-  if (v.is_const() && v.value.isInt()) return c.lowerer().onnx().const_ints({v.value.toInt()}, true, c.lowerer().module());
-  return c.lowerer().materialize(v, at::kLong, c.node());
-}
 
-// select(x, dim, i) = Gather(x, i, axis=dim) with a 0-d index: the dim goes.
+// select(x, dim, i): a view, like Slice + Squeeze; its backward, like Slice's,
+// writes the gradient into zeros of the input's size (select_backward). A Gather
+// would copy in forward.
 bool lower_select(Call& c) {
   auto d = axis(c, 1);
   if (!d) return false;
-  Val& out = c.set(0, c.emit1("Gather", {c.tensor(0), index_operand(c, 2)}, {attr_i("axis", *d)}));
+  std::string start, end;
+  if (auto i = c.int_(2)) {
+    start = c.ints_const({*i});
+    // -1 selects the last: its slice ends at the end, not at 0.
+    end = c.ints_const({*i == -1 ? std::numeric_limits<int64_t>::max() : *i + 1});
+  } else {
+    start = c.emit1("Unsqueeze", {c.lowerer().materialize(c.in(2), at::kLong, c.node()), c.ints_const({0})});
+    end = c.emit1("Add", {start, c.ints_const({1})});
+  }
+  auto sliced = c.emit1("Slice", {c.tensor(0), start, end, c.ints_const({*d})});
+  Val& out = c.set(0, c.emit1("Squeeze", {sliced, c.ints_const({*d})}));
   out.rank = c.rank(0) < 0 ? -1 : c.rank(0) - 1;
   return true;
 }
@@ -377,7 +394,7 @@ const OpEntry kOps[] = {
     {"aten::transpose", lower_transpose, "Transpose", "Transpose, perm from the tracked rank"},
     {"aten::swapaxes", lower_transpose, "Transpose", "Transpose"},
     {"aten::t", lower_t, "Transpose", "Transpose([1, 0])"},
-    {"aten::contiguous", lower_identity, "", "nothing, as in exported ONNX"},
+    {"aten::contiguous", lower_contiguous, "Reshape", "Reshape to its own shape: a copy only when strided"},
     {"aten::detach", lower_identity, "", "nothing"},
     {"aten::alias", lower_identity, "", "nothing"},
     {"aten::squeeze", lower_squeeze, "Squeeze", "Squeeze"},
@@ -392,7 +409,7 @@ const OpEntry kOps[] = {
     {"aten::split_with_sizes", lower_split_with_sizes, "Split", "Split with sizes"},
     {"aten::chunk", lower_chunk, "Split", "Split into equal parts"},
     {"aten::unbind", lower_unbind, "Split", "Split + Squeeze"},
-    {"aten::select", lower_select, "Gather", "Gather with a 0-d index"},
+    {"aten::select", lower_select, "Slice", "Slice + Squeeze: a view"},
     {"aten::slice", lower_slice, "Slice", "Slice; whole-dim slices vanish"},
     {"aten::narrow", lower_narrow, "Slice", "Slice"},
     {"aten::index", lower_index, "Gather", "one integer index tensor: Gather; else generic"},

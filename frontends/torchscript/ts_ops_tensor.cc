@@ -283,6 +283,28 @@ bool lower_fill(Call& c) {
   return true;
 }
 
+// bernoulli_/uniform_/fill_/zero_ refill a tensor in place: no memory, no node.
+// The out-of-place forms make a tensor like their input.
+bool lower_refill(Call& c) {
+  if (c.inplace()) {
+    c.out(0) = c.in(0);
+    return true;
+  }
+  if (c.in(0).kind != Val::Kind::Tensor) return false;
+  onnx::AttributeProto v;
+  v.set_name("value");
+  v.set_type(onnx::AttributeProto::TENSOR);
+  v.mutable_t()->add_dims(1);
+  v.mutable_t()->set_data_type(kFloat);
+  v.mutable_t()->add_float_data(0.0f);
+  std::string made = c.emit1("ConstantOfShape", {c.emit1("Shape", {c.tensor(0)})}, {v});
+  if (c.dtype(0) != at::ScalarType::Undefined && c.dtype(0) != at::kFloat) {
+    made = c.emit1("Cast", {made}, {attr_i("to", onnx_type(c.dtype(0)))});
+  }
+  c.set(0, made);
+  return true;
+}
+
 // arange(end) / arange(start, end[, step]) -> Range over 0-d operands.
 bool lower_arange(Call& c) {
   int si = c.arg("start"), ei = c.arg("end"), pi = c.arg("step");
@@ -402,6 +424,11 @@ const OpEntry kOps[] = {
     {"aten::new_full", lower_fill, "ConstantOfShape", "ConstantOfShape, x's dtype"},
     {"aten::new_empty", lower_fill, "ConstantOfShape", "ConstantOfShape, x's dtype"},
     {"aten::arange", lower_arange, "Range", "Range"},
+    {"aten::bernoulli", lower_refill, "ConstantOfShape", "in place (bernoulli_): nothing; else a tensor like x"},
+    {"aten::uniform", lower_refill, "ConstantOfShape", "in place (uniform_): nothing; else a tensor like x"},
+    {"aten::normal", lower_refill, "ConstantOfShape", "in place (normal_): nothing; else a tensor like x"},
+    {"aten::fill", lower_refill, "ConstantOfShape", "in place (fill_): nothing; else a tensor like x"},
+    {"aten::zero", lower_refill, "ConstantOfShape", "in place (zero_): nothing; else a tensor like x"},
     {"aten::tril", lower_trilu, "Trilu", "Trilu(upper=0)"},
     {"aten::triu", lower_trilu, "Trilu", "Trilu(upper=1)"},
 };

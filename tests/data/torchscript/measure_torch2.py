@@ -2,12 +2,16 @@
 """Saves small TorchScript models with torch 2.x and measures them by protocol.md.
 
 Run on the GPU machine, from the repository root:
-    python3 tests/data/torchscript/measure_torch2.py OUTDIR
+    python3 tests/data/torchscript/measure_torch2.py OUTDIR [NAME...]
+    python3 tests/data/torchscript/measure_torch2.py --onnx OUTDIR [NAME...]
+The second form exports the same models to ONNX instead (this torch's legacy
+exporter in training mode, as validate/export.py does), to compare the frontends.
 Writes OUTDIR/NAME.pt (traced or scripted by this torch: files memest-torchscript
 must load with libtorch 1.13, scaled_dot_product_attention included) and
 OUTDIR/measured.jsonl (validate's user_model records, one per case, with the
 memest arguments that reproduce it). Nothing here is committed as a binary.
 """
+import gc
 import os
 import sys
 
@@ -91,15 +95,43 @@ CASES = [
 ]
 
 
+def export_onnx(out, only):
+    done = set()
+    for name, factory, example, shape, batch, high, how, amps in CASES:
+        base = name.rsplit("_", 1)[0]
+        if (only and name not in only) or example is None or base in done:
+            continue
+        done.add(base)
+        model = factory().train()
+        torch.onnx.export(model, (example,), os.path.join(out, base + ".onnx"), input_names=["x"], dynamo=False,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=17,
+                          dynamic_axes={"x": {0: "batch"}})
+        print("exported", base, flush=True)
+
+
 def main():
+    if sys.argv[1:2] == ["--onnx"]:
+        os.makedirs(sys.argv[2], exist_ok=True)
+        return export_onnx(sys.argv[2], sys.argv[3:])
     out = sys.argv[1] if len(sys.argv) > 1 else "."
+    only = sys.argv[2:]
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
     for name, factory, example, shape, batch, high, how, amps in CASES:
+        if only and name not in only:
+            continue
         model = factory().train()
         path = os.path.join(out, name + ".pt")
-        saved = torch.jit.trace(model, example, check_trace=False) if how == "trace" else torch.jit.script(model)
+        if how == "trace":
+            # Traced where it will run: a trace records devices (arange, zeros of h0).
+            dev = "cuda" if torch.cuda.is_available() else "cpu"
+            saved = torch.jit.trace(model.to(dev), example.to(dev), check_trace=False)
+        else:
+            saved = torch.jit.script(model)
         saved.save(path)
+        del saved, model  # the measurement starts from an empty allocator
+        gc.collect()
+        torch.cuda.empty_cache()
         for amp in amps:
             argv = [path, "--batch", str(batch), "--optim", "adam", "--input-shape", shape, "--int-high", str(high),
                     "--json", os.path.join(out, "measured.jsonl")]
