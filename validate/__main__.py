@@ -8,6 +8,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   measure     run protocol.md's loop on the GPU; one JSON line per (model, config)
   checkpoint  the same with torch.utils.checkpoint around each repeated block
   maxbatch    largest batch that trains under a memory budget (binary search)
+  context     the CUDA context's reserve (total - free - reserved), in this fresh process
   compare     run memest on measured cases and report the error
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
 """
@@ -33,6 +34,9 @@ def main(argv):
     if cmd == "maxbatch":
         from validate import maxbatch
         return maxbatch.main(rest)
+    if cmd == "context":
+        from validate import context
+        return context.main(rest)
     if cmd == "compare":
         from validate import compare
         return compare.main(rest)

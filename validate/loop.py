@@ -180,8 +180,11 @@ def tensor_bytes(t):
 
 
 def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpoint=False, out_meta=None,
-             info=None):
-    """One case of protocol.md. Fills `phases` and `info` as it goes (kept on failure)."""
+             info=None, hooks=None):
+    """One case of protocol.md. Fills `phases` and `info` as it goes (kept on failure).
+
+    hooks (traces only): an object with attach(model), before_backward(loss), detach()
+    (trace.Annotator); its hooks allocate nothing."""
     info = {} if info is None else info
     clean_allocator(device)
     phases.start()  # allocator empty, peak reset: before the model is built
@@ -190,6 +193,8 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
         from validate.zoo import apply_checkpoint
         info["checkpoint_wrap"] = apply_checkpoint(entry, model)
     model = model.to(device).train()
+    if hooks is not None:
+        hooks.attach(model)
     phases.mark(-1, "model")
     opt = make_optimizer(cfg, model.parameters())
     phases.mark(-1, "optimizer")
@@ -211,6 +216,8 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
             out = model(*xs)
             loss = loss_fn(entry.loss, out, y)
         phases.mark(it, "forward")
+        if hooks is not None:
+            hooks.before_backward(loss)
         if scaler is not None:
             scaler.scale(loss).backward()
         else:
@@ -248,5 +255,7 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
     attn = getattr(getattr(getattr(model, "model", None), "config", None), "_attn_implementation", None)
     if attn:
         info["attn_implementation"] = attn
+    if hooks is not None:
+        hooks.detach()
     del model, opt, xs, y, scaler, out, loss
     return info

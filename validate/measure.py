@@ -19,6 +19,12 @@ DEFAULT_TRACES = [
     "resnet50/b1-fp32-adam", "resnet50/b1-fp16-adam", "vit_b_16/b1-fp16-adam", "gpt_mini/b1-fp32-adam",
     "bert_hf/b1-fp16-adamw", "lstm_lm/b1-fp32-sgd", "mlp/b1-fp32-adam", "convnext_tiny/b1-fp16-adam",
 ]
+# Cases memest gets wrong (or got wrong): every live block at the peak, with autograd-node labels.
+TRACES2 = [
+    "conv_autoencoder/b1-fp32-adam", "conv_autoencoder/b1-fp16-adam", "mlp/b2-fp32-adamw", "mlp/b1-fp16-sgdm",
+    "lstm_lm/b1-fp16-adam", "vgg11_bn/b1-fp16-adam", "efficientnet_b0/b1-fp16-adam", "mobilenet_v2/b1-fp16-adam",
+    "bert_mini/b1-fp16-adam",
+]
 CHECKPOINT_MODELS = "resnet50,vit_b_16,gpt_mini,gpt2_hf"
 CHECKPOINT_CONFIGS = "b1-fp32-adam,b1-fp16-adam"
 
@@ -83,6 +89,7 @@ def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=Fa
     info = {}
     t0 = time.time()
     trace_rec = None
+    annot = None
     if args.plain:
         rec["instrumented"] = False
     try:
@@ -93,16 +100,23 @@ def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=Fa
                 probe_cache[key] = loop.probe_output(entry, cpu_model, cfg.amp, args.device)
             out_meta = probe_cache[key]
         loop.clean_allocator(args.device)
+        cuda = loop.is_cuda(args.device)
         if trace:
             from validate import trace as tr
-            tr.start_recording(args.trace_entries)
+            if args.trace_detail:
+                annot = tr.Annotator()
+            if cuda:
+                tr.start_recording(args.trace_entries)
         try:
             loop.run_case(entry, cfg, phases, args.device, cpu_model, checkpoint=args.checkpoint,
-                          out_meta=out_meta, info=info)
+                          out_meta=out_meta, info=info, hooks=annot)
         finally:
             if trace:
-                snap = tr.take_snapshot()
-                tr.stop_recording()
+                if cuda:
+                    snap = tr.take_snapshot()
+                    tr.stop_recording()
+                else:
+                    snap = {"device_traces": []}  # CPU dry run: no allocator history
         rec["status"] = "ok"
     except Exception as exc:  # one failing case must not stop the others
         rec["status"] = _status_of(exc)
@@ -125,7 +139,8 @@ def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=Fa
         if args.checkpoint:
             trace_rec["checkpoint"] = "blocks"
         try:
-            red = tr.reduce_snapshot(snap, phases.rows, peak, since_us=int(phases.t0 * 1e6) - 200000)
+            red = tr.reduce_snapshot(snap, phases.rows, peak, since_us=int(phases.t0 * 1e6) - 200000, annot=annot,
+                                     full=args.trace_detail, n_frames=args.trace_frames)
             red["truncated"] = red["n_events"] >= args.trace_entries
             trace_rec.update(red)
         except Exception as exc:
@@ -166,7 +181,7 @@ def worker(args):
             print("deadline reached; stopping before %s" % case, flush=True)
             break
         name, cfg_name = case.split("/", 1)
-        entry = zoo.BY_NAME[name]
+        entry = zoo.lookup(name)
         cfg = zoo.parse_config(entry, cfg_name)
         print("case %s%s ..." % (case, " (trace)" if is_trace else ""), flush=True)
         if os.environ.get("VALIDATE_TEST_CRASH") == case:  # tests the parent's restart path
@@ -225,7 +240,7 @@ def _done_cases(path, run_id):
 
 
 def parent(args, argv):
-    entries = zoo.select(args.models)
+    entries = zoo.select(args.models, args.set)
     cfgs = args.configs.split(",") if args.configs else list(zoo.CONFIGS)
     cases = []
     for e in entries:
@@ -237,7 +252,7 @@ def parent(args, argv):
     traces = args.trace.split(",") if args.trace else []
     for t in traces:
         n, c = t.split("/", 1)
-        zoo.parse_config(zoo.BY_NAME[n], c)
+        zoo.parse_config(zoo.lookup(n), c)
     run_id = uuid.uuid4().hex[:12]
     if not args.command:
         args.command = "python3 -m validate " + " ".join(argv)
@@ -252,7 +267,8 @@ def parent(args, argv):
         rtraces = [t for t in traces if t not in tdone and t not in skipped]
         if not remaining and not rtraces:
             break
-        cmd = [sys.executable, "-m", "validate", "_worker", "--out", args.out, "--run-id", run_id,
+        cmd = [sys.executable, "-m", "validate", "_worker", "--out", args.out, "--run-id", run_id, "--set", args.set,
+               "--trace-frames", str(args.trace_frames),
                "--cases", ",".join(remaining), "--trace", ",".join(rtraces), "--trace-out",
                args.trace_out, "--device", args.device, "--command", args.command,
                "--trace-entries", str(args.trace_entries)]
@@ -260,6 +276,8 @@ def parent(args, argv):
             cmd.append("--checkpoint")
         if args.plain:
             cmd.append("--plain")
+        if args.trace_detail:
+            cmd.append("--trace-detail")
         if args.deadline:
             cmd += ["--deadline", str(args.deadline)]
         rc = subprocess.call(cmd)
@@ -277,7 +295,7 @@ def parent(args, argv):
         if bad is None:
             break
         n, c = bad.split("/", 1)
-        e = zoo.BY_NAME[n]
+        e = zoo.lookup(n)
         rec = base_record(e, zoo.parse_config(e, c), args, run_id)
         rec.update(status="error: worker process died (rc=%d) during this case" % rc,
                    timestamp=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -312,6 +330,11 @@ def add_args(p, checkpoint=False):
     p.add_argument("--trace", default="", help="comma-separated MODEL/CONFIG cases to trace too")
     p.add_argument("--only-trace", action="store_true", help="run the traced cases only")
     p.add_argument("--trace-out", default="traces.jsonl")
+    p.add_argument("--trace-detail", action="store_true",
+                   help="traces: every live block at the peak (frames deduplicated) and module / autograd-node "
+                        "labels from hooks (trace.Annotator)")
+    p.add_argument("--trace-frames", type=int, default=3, help="Python frames per block in live_at_peak_all")
+    p.add_argument("--set", default="zoo", help="zoo (default) or holdout: the model list --models picks from")
     p.add_argument("--trace-entries", type=int, default=2_000_000)
     p.add_argument("--device", default="cuda", help="cuda, or cpu for a dry run of the code paths")
     p.add_argument("--deadline", type=float, default=0, help="unix time after which no case is started")
@@ -328,6 +351,8 @@ def main(argv, checkpoint=False):
     args = p.parse_args(argv)
     if args.trace == "default":
         args.trace = ",".join(DEFAULT_TRACES)
+    elif args.trace == "traces2":
+        args.trace = ",".join(TRACES2)
     parent(args, ["checkpoint" if checkpoint else "measure"] + argv)
 
 

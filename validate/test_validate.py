@@ -111,6 +111,46 @@ class ZooTest(unittest.TestCase):
         for e in zoo.ZOO:
             self.assertTrue(os.path.isfile(os.path.join(ROOT, "models", e.onnx)), e.onnx)
 
+    def test_holdout_is_separate(self):
+        from validate import zoo
+        self.assertGreaterEqual(len(zoo.HOLDOUT), 6)
+        self.assertFalse({e.name for e in zoo.HOLDOUT} & set(zoo.BY_NAME))
+        self.assertEqual([e.name for e in zoo.select(None)], [e.name for e in zoo.ZOO])  # default unchanged
+        self.assertEqual(zoo.select("swin_t", "holdout")[0].onnx, "holdout/swin_t.onnx")
+        with self.assertRaises(SystemExit):
+            zoo.select("swin_t")  # not in the zoo
+        with open(os.path.join(ROOT, "validate", "results", "holdout-h200-torch2.11.jsonl")) as f:
+            rows = [json.loads(line) for line in f]
+        for r in rows:
+            self.assertTrue(r["onnx"].startswith("holdout/"), r["onnx"])
+            self.assertTrue(os.path.isfile(os.path.join(ROOT, "models", r["onnx"])), r["onnx"])
+
+
+class TraceLabelTest(unittest.TestCase):
+    def test_blocks_get_module_and_node_labels(self):
+        from validate import trace
+
+        class A:  # what trace.Annotator records, without torch
+            fwd = [(100, 1, "<root>"), (110, 1, "conv"), (120, -1, "conv"), (130, -1, "<root>")]
+            bwd = [(300, "ConvolutionBackward0", "conv"), (310, "torch::autograd::AccumulateGrad", "")]
+            nodes_hooked = 2
+        rows = [{"it": -1, "phase": "model", "t_us": 50, "allocated": 0, "peak": 0},
+                {"it": 0, "phase": "forward", "t_us": 200, "allocated": 0, "peak": 0},
+                {"it": 0, "phase": "backward", "t_us": 400, "allocated": 0, "peak": 0}]
+        ev = [{"action": "alloc", "addr": 1, "size": 4096, "time_us": 115,
+               "frames": [{"filename": "/x/site-packages/torch/nn/modules/conv.py", "line": 548, "name": "f"}]},
+              {"action": "alloc", "addr": 2, "size": 8192, "time_us": 305, "frames": []},
+              {"action": "alloc", "addr": 3, "size": 1024, "time_us": 312, "frames": []}]
+        red = trace.reduce_snapshot({"device_traces": [ev]}, rows, 13312, annot=A(), full=True, n_frames=4)
+        top = red["live_at_peak"]
+        self.assertEqual(top[0]["bw_node"], "ConvolutionBackward0")
+        self.assertEqual(top[0]["bw_module"], "conv")
+        self.assertEqual(top[1]["module"], "conv")
+        self.assertEqual(top[2]["bw_node"], "torch::autograd::AccumulateGrad")
+        self.assertEqual(top[2]["bw_module"], "conv")  # the module tag carries over untagged nodes
+        self.assertEqual(len(red["live_at_peak_all"]), 3)
+        self.assertEqual(red["stack_table"][red["live_at_peak_all"][1][3]], ["torch/nn/modules/conv.py:548:f"])
+
 
 class MeasuredResultsTest(unittest.TestCase):
     def test_results_are_consistent(self):

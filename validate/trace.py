@@ -7,7 +7,9 @@ find the moment of the peak and the blocks live at it. Allocations made on the
 autograd engine's thread carry no Python frames; they are labelled by the phase in
 which they happened (from the event timestamps and the loop's phase boundaries).
 """
+import bisect
 import re
+import time
 
 _SKIP = re.compile(r"(torch/nn/modules/module\.py|torch/utils/_contextlib\.py|torch/autograd/grad_mode\.py|"
                    r"torch/_tensor\.py|torch/amp/autocast_mode\.py|torch/optim/optimizer\.py:\d+:wrapper|"
@@ -51,6 +53,145 @@ def _short(fn):
     return fn
 
 
+class Annotator:
+    """Which module (forward) or autograd node (backward) was running, by wall-clock time.
+
+    Passed to loop.run_case as `hooks`. Forward: a pre and a post hook on every module
+    record entering and leaving it; the post hook also tags the grad_fn of the module's
+    output tensors with the module's name (innermost module wins). Backward: before each
+    backward, every node of the graph gets a prehook that records the node's name and
+    module tag when the engine is about to run it. The hooks return None and keep no
+    tensors, so they change no allocation; they only cost Python time. The replay
+    attaches to each block the last label at or before its allocation time (the
+    allocator's timestamps and time.time() are both unix time, to about a microsecond).
+    """
+
+    def __init__(self):
+        self.fwd = []  # (t_us, +1 enter / -1 leave, module name)
+        self.bwd = []  # (t_us, node name, module tag or "")
+        self.handles = []
+        self.nodes_hooked = 0
+
+    def attach(self, model):
+        for name, m in model.named_modules():
+            nm = name or "<root>"
+            self.handles.append(m.register_forward_pre_hook(self._pre(nm)))
+            self.handles.append(m.register_forward_hook(self._post(nm)))
+
+    def detach(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _pre(self, nm):
+        fwd = self.fwd
+
+        def hook(mod, inp):
+            fwd.append((time.time() * 1e6, 1, nm))
+        return hook
+
+    def _post(self, nm):
+        fwd = self.fwd
+
+        def hook(mod, inp, out):
+            fwd.append((time.time() * 1e6, -1, nm))
+            for t in _tensors(out):
+                g = getattr(t, "grad_fn", None)
+                if g is None:
+                    continue
+                try:
+                    md = g.metadata
+                    if "memest_module" not in md:
+                        md["memest_module"] = nm
+                except Exception:
+                    pass
+        return hook
+
+    def before_backward(self, loss):
+        bwd = self.bwd
+
+        def make(name, mod):
+            def hook(grad_outputs):
+                bwd.append((time.time() * 1e6, name, mod))
+            return hook
+
+        root = getattr(loss, "grad_fn", None)
+        seen = {}  # id -> node: keeps the Python wrappers alive during the walk, so ids stay unique
+        stack = [root] if root is not None else []
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen[id(n)] = n
+            try:
+                md = n.metadata
+            except Exception:
+                md = {}
+            if not md.get("memest_hooked"):  # AccumulateGrad nodes outlive one graph
+                try:
+                    n.register_prehook(make(n.name(), md.get("memest_module", "")))
+                    md["memest_hooked"] = True
+                    self.nodes_hooked += 1
+                except Exception:
+                    pass
+            for nxt, _ in n.next_functions:
+                if nxt is not None and id(nxt) not in seen:
+                    stack.append(nxt)
+        seen.clear()
+
+
+def _tensors(out):
+    import torch
+    if torch.is_tensor(out):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        r = []
+        for o in out:
+            r += _tensors(o)
+        return r
+    if isinstance(out, dict):
+        return _tensors(list(out.values()))
+    return []
+
+
+def _labellers(annot, phase_of):
+    """Functions t_us -> labels, from the annotator's forward and backward records."""
+    f_t, f_mod = [], []
+    st = []
+    for t, d, nm in annot.fwd:
+        if d > 0:
+            st.append(nm)
+        else:
+            while st:
+                if st.pop() == nm:
+                    break
+        f_t.append(t)
+        f_mod.append(st[-1] if st else "")
+    b_t, b_node, b_mod = [], [], []
+    cur = ""
+    last_phase = None
+    for t, node, mod in annot.bwd:
+        ph = phase_of(t)
+        if ph != last_phase:
+            cur, last_phase = "", ph
+        if mod:
+            cur = mod
+        b_t.append(t)
+        b_node.append(node)
+        b_mod.append(cur)
+
+    def fwd_module(t):
+        i = bisect.bisect_right(f_t, t) - 1
+        return f_mod[i] if i >= 0 else ""
+
+    def bwd_node(t, phase):
+        i = bisect.bisect_right(b_t, t) - 1
+        if i < 0 or phase_of(b_t[i]) != phase:
+            return None
+        return b_node[i], b_mod[i], int(round(t - b_t[i]))
+    return fwd_module, bwd_node
+
+
 def _frames(ev, n=3):
     out = []
     for fr in ev.get("frames") or []:
@@ -76,7 +217,11 @@ def _phase_of(t_us, bounds):
     return "after"
 
 
-def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, since_us=None):
+def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, since_us=None, annot=None,
+                    full=False, n_frames=3):
+    """full: also every live block at the peak (`live_at_peak_all`, frames deduplicated into
+    `stack_table`, up to n_frames each). annot: an Annotator; blocks get module / autograd
+    node labels."""
     traces = snapshot.get("device_traces") or []
     events = traces[device] if len(traces) > device else []
     evs = [e for e in events if e.get("action") in ("alloc", "free_requested")]
@@ -124,10 +269,30 @@ def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, sin
     peak_event = evs[peak_i] if peak_i >= 0 else {}
     peak_phase = _phase_of(t_of(peak_event), bounds) if peak_event else "?"
 
+    fwd_module = bwd_node = None
+    if annot is not None:
+        fwd_module, bwd_node = _labellers(annot, lambda t: _phase_of(t, bounds))
+
+    def labels(e, phase):
+        out = {}
+        t = t_of(e)
+        if annot is None or t is None:
+            return out
+        if phase.endswith("/forward"):
+            out["module"] = fwd_module(t)
+        elif phase.endswith("/backward"):
+            b = bwd_node(t, phase)
+            if b is not None:
+                out["bw_node"], out["bw_module"], out["bw_dt_us"] = b
+        return out
+
     def describe(e):
         fr = _frames(e)
-        return {"size": e["size"], "requested": e["requested"], "phase": _phase_of(t_of(e), bounds),
-                "frames": fr if fr else ["(no Python frame: autograd engine thread or C++)"]}
+        ph = _phase_of(t_of(e), bounds)
+        d = {"size": e["size"], "requested": e["requested"], "phase": ph,
+             "frames": fr if fr else ["(no Python frame: autograd engine thread or C++)"]}
+        d.update(labels(e, ph))
+        return d
 
     groups = {}
     for e in blocks:
@@ -170,7 +335,33 @@ def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, sin
         if cur != r["allocated"]:
             mismatches += 1
 
-    return {
+    extra = {}
+    if full:
+        stacks = {}
+        rows = []
+        by_node = {}
+        for e in blocks:
+            fr = tuple(_frames(e, n_frames))
+            sid = stacks.setdefault(fr, len(stacks))
+            ph = _phase_of(t_of(e), bounds)
+            lab = labels(e, ph)
+            rows.append([e["size"], e["requested"], ph, sid, lab.get("module", ""), lab.get("bw_node", ""),
+                         lab.get("bw_module", ""), lab.get("bw_dt_us"), alloc_i.get(e["addr"])])
+            if not fr:
+                key = (ph, lab.get("bw_node", "?"), lab.get("bw_module", ""))
+                g = by_node.setdefault(key, {"phase": ph, "bw_node": key[1], "bw_module": key[2], "count": 0,
+                                             "bytes": 0})
+                g["count"] += 1
+                g["bytes"] += e["size"]
+        extra["live_at_peak_all_columns"] = ["size", "requested", "phase", "stack", "module", "bw_node", "bw_module",
+                                             "bw_dt_us", "alloc_index"]
+        extra["live_at_peak_all"] = rows
+        extra["stack_table"] = [list(k) for k, _ in sorted(stacks.items(), key=lambda kv: kv[1])]
+        extra["live_at_peak_no_frame_by_node"] = sorted(by_node.values(), key=lambda g: -g["bytes"])
+    if annot is not None:
+        extra["annotations"] = {"forward_events": len(annot.fwd), "backward_events": len(annot.bwd),
+                                "nodes_hooked": annot.nodes_hooked}
+    return dict({
         "n_events": len(evs),
         "replay_peak": peak,
         "replay_peak_requested": peak_req,
@@ -188,4 +379,4 @@ def reduce_snapshot(snapshot, phase_rows, measured_peak, top_n=60, device=0, sin
         "phase_boundary_mismatches": mismatches,
         "samples": [[("setup/" if r["it"] < 0 else "it%d/" % r["it"]) + r["phase"], r["allocated"], r["peak"]]
                     for r in phase_rows],
-    }
+    }, **extra)

@@ -40,6 +40,8 @@ class Entry:
     needs: Optional[str] = None  # a package needed beyond torch/torchvision
     family: str = ""
     notes: str = ""
+    subdir: str = ""  # under models/: "" for the zoo, "holdout" for the hold-out set
+    exporters: Optional[Tuple[str, ...]] = None  # only these exporters (None: legacy, then dynamo)
 
     def sample_shape(self, spec_shape):
         return tuple(self.dims[d] if isinstance(d, str) else d for d in spec_shape)
@@ -53,7 +55,7 @@ class Entry:
 
     @property
     def onnx(self) -> str:
-        return self.name + ".onnx"
+        return (self.subdir + "/" if self.subdir else "") + self.name + ".onnx"
 
 
 # ---------------------------------------------------------------- builders
@@ -89,6 +91,23 @@ def _gpt2_hf():
     from validate.nets import LogitsOnly
     cfg = GPT2Config(vocab_size=32000, n_positions=256, n_embd=512, n_layer=6, n_head=8, use_cache=False)
     return LogitsOnly(GPT2LMHeadModel(cfg), use_cache_flag=True)
+
+
+def _distilbert_hf():
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
+    from validate.nets import LogitsOnly
+    cfg = DistilBertConfig(vocab_size=30522, dim=768, n_layers=6, n_heads=12, hidden_dim=3072,
+                           max_position_embeddings=512, num_labels=2)
+    return LogitsOnly(DistilBertForSequenceClassification(cfg), use_cache_flag=False)
+
+
+def _llama_hf():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from validate.nets import LogitsOnly
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                      num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=256,
+                      use_cache=False, tie_word_embeddings=False)
+    return LogitsOnly(LlamaForCausalLM(cfg), use_cache_flag=True)
 
 
 IMG = [InputSpec("input", (3, 224, 224))]
@@ -157,6 +176,52 @@ _ORDER = ["resnet50", "vit_b_16", "gpt_mini", "bert_hf", "gpt2_hf", "unet", "mlp
 assert sorted(_ORDER) == sorted(BY_NAME), "every zoo model needs a place in _ORDER"
 ZOO = [BY_NAME[n] for n in _ORDER]
 
+
+# ---------------------------------------------------------------- hold-out set
+
+def _hold(name, fn, batches, notes="", **kw):
+    src = "torchvision.models.%s(weights=None%s)" % (fn, "".join(", %s=%r" % kv for kv in kw.items()))
+    return Entry(name, _tv(fn, **kw), IMG, "ce", CLS1000, batches, src, family="vit" if "swin" in fn else "cnn",
+                 notes=notes, subdir="holdout")
+
+
+# Architectures memest was never tuned on: measured and exported separately
+# (`--set holdout`; models/holdout/, results/holdout-*.jsonl). Not part of ZOO.
+HOLDOUT: List[Entry] = [
+    _hold("squeezenet1_1", "squeezenet1_1", (64, 256)),
+    _hold("shufflenet_v2_x1_0", "shufflenet_v2_x1_0", (64, 256)),
+    _hold("regnet_y_400mf", "regnet_y_400mf", (64, 128)),
+    _hold("mnasnet1_0", "mnasnet1_0", (64, 128)),
+    _hold("resnext50_32x4d", "resnext50_32x4d", (32, 96)),
+    _hold("googlenet", "googlenet", (32, 128), aux_logits=False, init_weights=True),
+    _hold("wide_resnet50_2", "wide_resnet50_2", (32, 64)),
+    Entry("swin_t", _tv("swin_t"), IMG, "ce", CLS1000, (32, 64), "torchvision.models.swin_t(weights=None)",
+          family="vit", subdir="holdout", exporters=("legacy",),
+          notes="legacy exporter only (training mode, opset 17); dropped from the set if that fails"),
+    Entry("distilbert_hf", _distilbert_hf, [InputSpec("input_ids", ("seq",), "int64", 30522)], "ce",
+          TargetSpec((), 2), (32, 64),
+          "transformers.DistilBertForSequenceClassification(DistilBertConfig(): 6x768, 12 heads, 2 labels)",
+          dims={"seq": 128}, needs="transformers", family="transformer", subdir="holdout",
+          notes="return_dict=False; default attention implementation"),
+    Entry("llama_hf", _llama_hf, [InputSpec("input_ids", ("seq",), "int64", 32000)], "ce",
+          TargetSpec(("seq",), 32000), (8, 16),
+          "transformers.LlamaForCausalLM(LlamaConfig(6 layers, d 512, ffn 1408, 8 heads, 4 kv heads, vocab 32000))",
+          dims={"seq": 256}, output_axes={0: "batch", 1: "seq"}, needs="transformers", family="transformer",
+          subdir="holdout", notes="use_cache=False, return_dict=False; untied LM head; GQA"),
+]
+HOLDOUT_BY_NAME = {e.name: e for e in HOLDOUT}
+assert not set(HOLDOUT_BY_NAME) & set(BY_NAME), "hold-out models must not be in the zoo"
+SETS = {"zoo": ZOO, "holdout": HOLDOUT}
+
+
+def lookup(name: str) -> Entry:
+    """A model of either set by name (the names are disjoint)."""
+    if name in BY_NAME:
+        return BY_NAME[name]
+    if name in HOLDOUT_BY_NAME:
+        return HOLDOUT_BY_NAME[name]
+    raise KeyError(name)
+
 # ---------------------------------------------------------------- configurations
 
 OPTIMS = ("sgd", "sgdm", "adam", "adamw")
@@ -212,15 +277,18 @@ def parse_config(entry: Entry, text: str) -> Config:
     return Config(text, batch, amp, "sgd" if opt == "sgdm" else opt, momentum)
 
 
-def select(names: Optional[str]) -> List[Entry]:
+def select(names: Optional[str], set_name: str = "zoo") -> List[Entry]:
+    if set_name not in SETS:
+        raise SystemExit("unknown model set %r; known: %s" % (set_name, ", ".join(SETS)))
+    pool = {e.name: e for e in SETS[set_name]}
     if not names:
-        return list(ZOO)
+        return list(SETS[set_name])
     out = []
     for n in names.split(","):
         n = n.strip()
-        if n not in BY_NAME:
-            raise SystemExit("unknown zoo model %r; known: %s" % (n, ", ".join(BY_NAME)))
-        out.append(BY_NAME[n])
+        if n not in pool:
+            raise SystemExit("unknown %s model %r; known: %s" % (set_name, n, ", ".join(pool)))
+        out.append(pool[n])
     return out
 
 
