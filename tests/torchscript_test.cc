@@ -210,3 +210,20 @@ TEST_CASE("torchscript: a file saved by torch 2.11 loads") {
   CHECK(count_nodes(a.graph, "Linear") == 2);
   CHECK(estimate(a, 8).peak.peak_bytes > 0);
 }
+
+TEST_CASE("torchscript: scaled_dot_product_attention, which libtorch 1.13 lacks, is one Attention") {
+  // sdpa_scripted.pt's code calls torch.scaled_dot_product_attention(q, k, v, None,
+  // 0.1, True), as torch >= 2.0 writes it; the helper declares the schema to load it.
+  const std::string dir = models();
+  if (dir.empty()) return;
+  Graph g = load_model(dir + "/sdpa_scripted.pt", {parse_input_shape("16x32")});
+  REQUIRE(count_nodes(g, "Attention") == 1);
+  const Node* att = find_node(g, "Attention");
+  CHECK(att->domain == "memest");
+  CHECK(att->attr_float("dropout", 0) == doctest::Approx(0.1));
+  CHECK(att->attr_int("is_causal", 0) == 1);
+  CHECK(count_nodes(g, "Softmax") == 0);
+  const Analysis a = analyze_adam(std::move(g));
+  CHECK(a.accounting.parameter_bytes == (32 * 96 + 96 + 32 * 32 + 32) * 4);
+  CHECK(estimate(a, 4).peak.peak_bytes > 0);
+}
