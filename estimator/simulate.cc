@@ -468,6 +468,14 @@ class Builder {
         recomputed_[seg] = false;
       }
       release_saved(k);
+      for (const CastBack& c : cast_backs_) {
+        const bool param = g_.tensors[c.tensor].kind == TensorKind::Parameter;
+        int back = alloc(bytes_of(c.tensor, run_dtype_[c.tensor]), param ? Category::Gradients : Category::Temporaries,
+                         c.node);
+        unref(c.grad);
+        accumulate(c.tensor, back);
+      }
+      cast_backs_.clear();
     }
     for (size_t t = 0; t < grad_.size(); ++t) {
       if (grad_[t] >= 0) unref(grad_[t]);
@@ -523,10 +531,10 @@ class Builder {
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
       }
       if (eff[i].cast) {
-        // ToCopyBackward: the gradient of autocast's copy is cast back.
-        int back = alloc(bytes_of(t, run_dtype_[t]), param ? Category::Gradients : Category::Temporaries, k);
-        unref(gblock);
-        gblock = back;
+        // ToCopyBackward casts the gradient of autocast's copy back; it is a node of its
+        // own, run after this one has released its saved tensors and incoming gradients.
+        cast_backs_.push_back({t, gblock, k});
+        continue;
       }
       accumulate(t, gblock);
     }
@@ -595,6 +603,10 @@ class Builder {
   std::vector<std::vector<EffectiveInput>> eff_;
   std::vector<int> params_;
   std::vector<int> follows_;
+  struct CastBack {
+    int tensor, grad, node;
+  };
+  std::vector<CastBack> cast_backs_;  // gradients of autocast copies, cast back after their node
   std::vector<Segment> segments_;
   std::vector<int> segment_of_;
   std::vector<std::vector<int>> seg_inputs_, seg_held_;
