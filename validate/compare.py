@@ -136,6 +136,26 @@ def write_svg(cases, path, title):
         f.write("\n".join(out) + "\n")
 
 
+def write_markdown(cases, s, path):
+    """Per-model rows: cases, median and worst signed error, underestimates beyond 2%."""
+    by = {}
+    for c in cases:
+        by.setdefault(c["model"], []).append(c)
+    lines = ["| model | cases | median abs error | worst | under by more than 2% | measured peak (MiB) |",
+             "|---|---|---|---|---|---|"]
+    for model, cs in by.items():
+        errs = [c["error"] for c in cs]
+        worst = max(errs, key=abs)
+        med = percentile([abs(e) for e in errs], 0.5)
+        lo, hi = min(c["measured"] for c in cs), max(c["measured"] for c in cs)
+        lines.append("| %s | %d | %.1f%% | %+.1f%% | %d | %s to %s |" % (
+            model, len(cs), 100 * med, 100 * worst, sum(e < -0.02 for e in errs), _mib(lo), _mib(hi)))
+    lines.append("| **all** | %d | **%.2f%%** (p90 %.2f%%) | %+.1f%% | %d | |" % (
+        s["n"], 100 * s["median"], 100 * s["p90"], 100 * s["worst_signed"], s["under_2pct"]))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def _esc(s):
     return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -154,6 +174,7 @@ def main(argv):
     p.add_argument("--jobs", type=int, default=4)
     p.add_argument("--timeout", type=int, default=60, help="seconds per memest call")
     p.add_argument("--json", default=None, help="write per-case results and the summary to this file")
+    p.add_argument("--markdown", default=None, help="write a per-model Markdown table (for the README) to this file")
     args = p.parse_args(argv)
     for path in args.results:
         if not os.path.isfile(path):
@@ -238,6 +259,8 @@ def main(argv):
         write_svg(cases, args.plot, "memest vs measured peak (%d cases, median |err| %.1f%%)" % (
             s["n"], 100 * s["median"] if ok_cases else float("nan")))
         print("plot: %s" % args.plot)
+    if args.markdown and ok_cases:
+        write_markdown(ok_cases, s, args.markdown)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"summary": s, "cases": cases}, f, indent=1)
