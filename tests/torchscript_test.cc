@@ -193,6 +193,13 @@ TEST_CASE("torchscript: bad files and bad --input-shape are one clear error") {
   CHECK_THROWS_WITH_AS(load_model(dir + "/mlp_traced.pt", {}), doctest::Contains("needs --input-shape"), Error);
   CHECK_THROWS_WITH_AS(load_model(dir + "/mlp_traced.pt", {parse_input_shape("64"), parse_input_shape("64")}),
                        doctest::Contains("forward() takes 1 input (x), --input-shape was given 2 times"), Error);
+  // An input of the wrong dtype for what it feeds, named with the fix.
+  CHECK_THROWS_WITH_AS(load_model(dir + "/block_traced.pt", {parse_input_shape("16:float32")}),
+                       doctest::Contains("input 'ids' is float32 but feeds an embedding as indices; "
+                                         "give it --input-shape 16:int64"),
+                       Error);
+  CHECK_THROWS_WITH_AS(load_model(dir + "/convnet_scripted.pt", {parse_input_shape("3x32x32:int64")}),
+                       doctest::Contains("give it --input-shape 3x32x32:float32"), Error);
   // A shape the model cannot take is the shape pass's error, naming the node.
   CHECK_THROWS_AS(analyze_adam(load_model(dir + "/mlp_traced.pt", {parse_input_shape("65")})), Error);
 }

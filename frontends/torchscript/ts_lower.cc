@@ -32,7 +32,10 @@ std::string basename(const std::string& path) {
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  for (const auto& s : v) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
   return out;
 }
 
@@ -128,6 +131,27 @@ int onnx_type(at::ScalarType t) {
     case at::kComplexDouble: return kComplex128;
     default: throw LowerError(std::string("dtype ") + c10::toString(t) + " has no ONNX equivalent");
   }
+}
+
+std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    default: return c10::toString(t);
+  }
+}
+
+std::string Lowerer::input_spec(const std::string& name) const {
+  auto it = input_specs_.find(name);
+  return it == input_specs_.end() ? "" : it->second;
 }
 
 std::string where(const torch::jit::Node* n) {
@@ -324,9 +348,17 @@ void trace(const torch::jit::Node* n, const char* how, const std::vector<Val>& o
   static const char* const kKinds[] = {"unknown", "const", "tensor", "scalar", "list", "tuple", "module"};
   std::string line = std::string(n->kind().toQualString()) + " [" + how + "] ->";
   for (const Val& v : outs) {
-    line += std::string(" ") + kKinds[static_cast<int>(v.kind)];
-    if (v.is_const()) line += "(" + c10::toString(v.value.type()) + ")";
-    if (!v.name.empty()) line += ":" + v.name;
+    line += ' ';
+    line += kKinds[static_cast<int>(v.kind)];
+    if (v.is_const()) {
+      line += '(';
+      line += v.value.type()->str();
+      line += ')';
+    }
+    if (!v.name.empty()) {
+      line += ':';
+      line += v.name;
+    }
   }
   std::fprintf(stderr, "%s  %s\n", line.c_str(), where(n).c_str());
 }
@@ -413,6 +445,12 @@ onnx::ModelProto Lowerer::run(const std::vector<InputSpec>& specs) {
     std::vector<int64_t> dims = {-1};
     dims.insert(dims.end(), specs[i].dims.begin(), specs[i].dims.end());
     onnx_.add_input(name, onnx_type(specs[i].dtype), dims);
+    std::string text;
+    for (int64_t d : specs[i].dims) {
+      if (!text.empty()) text += 'x';
+      text += std::to_string(d);
+    }
+    input_specs_[name] = text.empty() ? "-" : text;
     Val v = Val::tensor(name, static_cast<int>(dims.size()), specs[i].dtype);
     v.dims = dims;
     bind(input, v);

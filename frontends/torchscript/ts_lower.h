@@ -63,6 +63,8 @@ struct Val {
 
 /// ONNX element type of a torch dtype; throws LowerError for types ONNX lacks.
 int onnx_type(at::ScalarType t);
+/// "float32", "int64", ... as --input-shape spells dtypes.
+std::string dtype_name(at::ScalarType t);
 
 class Lowerer {
  public:
@@ -89,6 +91,8 @@ class Lowerer {
   /// A submodule's attribute: a submodule, a weight, or a constant.
   Val attribute(const Val& module, const std::string& name, const torch::jit::Node* at);
   [[noreturn]] void fail(const torch::jit::Node* n, const std::string& what) const;
+  /// The --input-shape text of graph input `name` ("" when it is not one).
+  std::string input_spec(const std::string& name) const;
 
  private:
   void lower_block(torch::jit::Block* b);
@@ -101,6 +105,7 @@ class Lowerer {
   OnnxBuilder onnx_;
   std::unordered_map<const torch::jit::Value*, Val> env_;
   std::unordered_map<const c10::TensorImpl*, Val> state_;  // weights by identity: tied weights are one
+  std::unordered_map<std::string, std::string> input_specs_;  // graph input -> its per-sample dims
   std::string module_;
   int depth_ = 0;
 };

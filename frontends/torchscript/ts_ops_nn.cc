@@ -36,9 +36,20 @@ std::optional<bool> named_flag(Call& c, const char* name) {
   return i < 0 ? std::nullopt : c.flag(static_cast<size_t>(i));
 }
 
+// A graph input of the wrong kind of dtype (float token ids, integer images)
+// means --input-shape gave the wrong dtype: say so where torch would fail too.
+void require_input_dtype(Call& c, size_t i, bool floating, const char* what) {
+  const Val& v = c.in(i);
+  const std::string spec = v.is_tensor() ? c.lowerer().input_spec(v.name) : "";
+  if (spec.empty() || v.dtype == at::ScalarType::Undefined || c10::isFloatingType(v.dtype) == floating) return;
+  c.fail("input '" + v.name + "' is " + dtype_name(v.dtype) + " but feeds " + what + "; give it --input-shape " +
+         spec + (floating ? ":float32" : ":int64"));
+}
+
 // ---- Convolution -------------------------------------------------------------
 
 bool lower_conv(Call& c) {
+  require_input_dtype(c, 0, true, "a convolution");
   const int wrank = c.rank(1);
   if (wrank < 3) return false;
   const size_t n = static_cast<size_t>(wrank - 2);
@@ -277,6 +288,7 @@ bool lower_softmax(Call& c) {
 
 bool lower_embedding(Call& c) {
   // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+  require_input_dtype(c, 1, false, "an embedding as indices");
   Val& out = c.set(0, c.emit1("Gather", {c.tensor(0), c.tensor(1)}, {attr_i("axis", 0)}));
   out.rank = c.rank(1) >= 0 ? c.rank(1) + 1 : -1;
   out.dtype = c.dtype(0);
@@ -284,6 +296,7 @@ bool lower_embedding(Call& c) {
 }
 
 bool lower_linear(Call& c) {
+  require_input_dtype(c, 0, true, "a linear layer");
   std::vector<std::string> ins = {c.tensor(0), c.tensor(1)};
   if (!c.none(2)) ins.push_back(c.tensor(2));
   Val& out = c.set(0, c.emit1("Linear", ins, {}, "memest"));
