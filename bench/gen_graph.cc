@@ -15,7 +15,7 @@
 namespace memest::bench {
 namespace {
 
-constexpr int64_t kNodesPerBlock = 38;
+constexpr int64_t kNodesPerBlock = 39;
 
 class Builder {
  public:
@@ -121,7 +121,7 @@ std::string generate_transformer(const GenOptions& o) {
   const std::string axes0 = b.int_const("const_axes0", {0});
   const std::string split_heads = b.int_const("const_split_heads", {o.seq, h, dh});
   const std::string merge_heads = b.int_const("const_merge_heads", {o.seq, d});
-  const std::string scale = b.float_scalar("const_scale", static_cast<float>(std::sqrt(static_cast<double>(dh))));
+  const std::string scale = b.float_scalar("const_scale", static_cast<float>(1 / std::sqrt(std::sqrt(static_cast<double>(dh)))));
   const std::string sqrt2 = b.float_scalar("const_sqrt2", 1.41421356f);
   const std::string one = b.float_scalar("const_one", 1.0f);
   const std::string half = b.float_scalar("const_half", 0.5f);
@@ -159,8 +159,10 @@ std::string generate_transformer(const GenOptions& o) {
     std::string q = heads("q", {0, 2, 1, 3});
     std::string k = heads("k", {0, 2, 3, 1});
     std::string v = heads("v", {0, 2, 1, 3});
+    // As torch.onnx spells scaled_dot_product_attention: the scale split over q and k^T.
+    q = b.node(s + "/attn", "Mul", {q, scale});
+    k = b.node(s + "/attn", "Mul", {k, scale});
     std::string scores = b.node(s + "/attn", "MatMul", {q, k});
-    scores = b.node(s + "/attn", "Div", {scores, scale});
     std::string probs = b.node(s + "/attn", "Softmax", {scores});
     b.attr_int("axis", -1);
     std::string ctx = b.node(s + "/attn", "MatMul", {probs, v});

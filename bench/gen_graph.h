@@ -1,6 +1,6 @@
 // Synthetic ONNX graphs for the benchmark: a deep stack of pre-LN transformer
 // blocks, as the legacy exporter spells them (MatMul+Add linears, the erf GELU,
-// the MatMul-Div-Softmax-MatMul attention, Shape/Gather/Concat shape arithmetic
+// the Mul-MatMul-Softmax-MatMul attention, Shape/Gather/Concat shape arithmetic
 // feeding Reshape), with a symbolic batch and weights that have dims but no data.
 #pragma once
 
