@@ -179,6 +179,15 @@ bool all_const(Call& c) {
   return true;
 }
 
+// A dict returned by forward(): its values, in order (the keys matter to no op here).
+bool lower_dict(Call& c) {
+  Val v;
+  v.kind = Val::Kind::Tuple;
+  for (size_t i = 1; i < c.size(); i += 2) v.items.push_back(c.in(i));
+  c.out(0) = v;
+  return true;
+}
+
 // Lists and tuples of constants are constants (the interpreter builds them
 // without an operator, so fold_constant leaves them here).
 bool lower_list(Call& c) {
@@ -408,6 +417,7 @@ const OpEntry kOps[] = {
     {"aten::warn", lower_nothing, "", "ignored"},
     {"prim::ListConstruct", lower_list, "", "a list; int lists feed Reshape/Expand targets"},
     {"prim::TupleConstruct", lower_tuple, "", "a tuple; outputs are flattened"},
+    {"prim::DictConstruct", lower_dict, "", "its values, as a tuple: outputs are flattened"},
     {"prim::ListUnpack", lower_unpack, "", "the items of a list (split/chunk results included)"},
     {"prim::TupleUnpack", lower_unpack, "", "the items of a tuple"},
     {"prim::TupleIndex", lower_getitem, "", "an item of a tuple"},

@@ -5,6 +5,8 @@
 // flag, batch_norm's training flag, attention's dropout and causality.
 #include "ts_ops.h"
 
+#include "ts_consts.h"
+
 namespace memest::ts {
 namespace {
 
@@ -427,16 +429,20 @@ bool lower_upsample(Call& c) {
   return false;
 }
 
-// torch pads the last dim first: [last_begin, last_end, prev_begin, prev_end, ...].
+// torch pads the last dim first: [last_begin, last_end, prev_begin, prev_end, ...];
+// ONNX wants [x1_begin, ..., xn_begin, x1_end, ..., xn_end]. Amounts computed
+// from sizes (swin's window padding) stay run-time values in the pads tensor.
 bool lower_pad(Call& c) {
-  auto pad = c.ints(1);
   const int r = c.rank(0);
-  if (!pad || r < 0 || pad->size() % 2 != 0 || static_cast<int>(pad->size() / 2) > r) return false;
-  std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
-  for (size_t i = 0; i < pad->size() / 2; ++i) {
+  std::vector<Val> pad = list_items(c.in(1));
+  if (r < 0 || pad.empty() || pad.size() % 2 != 0 || static_cast<int>(pad.size() / 2) > r) return false;
+  Val pads;
+  pads.kind = Val::Kind::List;
+  pads.items.assign(static_cast<size_t>(2 * r), Val::constant(int64_t{0}));
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
     const size_t axis = static_cast<size_t>(r) - 1 - i;
-    pads[axis] = (*pad)[2 * i];
-    pads[axis + static_cast<size_t>(r)] = (*pad)[2 * i + 1];
+    pads.items[axis] = pad[2 * i];
+    pads.items[axis + static_cast<size_t>(r)] = pad[2 * i + 1];
   }
   const std::string name = c.node()->kind().toUnqualString();
   std::string mode = name.find("reflection") != std::string::npos    ? "reflect"
@@ -445,7 +451,7 @@ bool lower_pad(Call& c) {
   if (name == "pad") {
     if (auto m = c.str(2)) mode = *m == "replicate" ? "edge" : *m;
   }
-  c.set(0, c.emit1("Pad", {c.tensor(0), c.ints_const(pads)}, {attr_s("mode", mode)}));
+  c.set(0, c.emit1("Pad", {c.tensor(0), c.shape_of(pads)}, {attr_s("mode", mode)}));
   return true;
 }
 
