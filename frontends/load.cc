@@ -1,6 +1,8 @@
 // Frontend dispatch by file content: ONNX protobuf or a TorchScript zip archive.
 #include "frontends/load.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "estimator/error.h"
@@ -37,6 +39,10 @@ InputSpec parse_input_shape(const std::string& text) {
 }
 
 Graph load_model(const std::string& path, const std::vector<InputSpec>& inputs) {
+  // Anything but a regular file goes to the ONNX reader, which says what it is:
+  // opening a FIFO here to sniff the format would block.
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return read_onnx_file(path);
   std::ifstream in(path, std::ios::binary);
   char magic[2] = {0, 0};
   if (in) in.read(magic, 2);

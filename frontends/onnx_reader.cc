@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -461,17 +461,23 @@ Graph read_onnx_bytes(const std::string& bytes, const std::string& file) {
 
 Graph read_onnx_file(const std::string& path) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) throw Error(path, "", "no such file");
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == EACCES) throw Error(path, "", "cannot be read (permission denied)");
+    throw Error(path, "", errno == ENOENT || errno == ENOTDIR ? "no such file" : std::strerror(errno));
+  }
   if (S_ISDIR(st.st_mode)) throw Error(path, "", "is a directory, not an ONNX file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "cannot be read (permission denied?)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(path, "", "cannot be read");
+  // A FIFO would block and a device may never end: only regular files are read.
+  if (!S_ISREG(st.st_mode)) throw Error(path, "", "is not a regular file (a pipe, socket or device), not an ONNX file");
   if (static_cast<uint64_t>(st.st_size) > static_cast<uint64_t>(INT32_MAX)) {
     throw Error(path, "", "is larger than 2 GiB; store weights as external data (memest never reads them)");
   }
-  return read_onnx_bytes(ss.str(), path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path, "", "cannot be read (permission denied?)");
+  std::string bytes;
+  bytes.resize(static_cast<size_t>(st.st_size));
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (in.bad() || static_cast<size_t>(in.gcount()) != bytes.size()) throw Error(path, "", "cannot be read");
+  return read_onnx_bytes(bytes, path);
 }
 
 }  // namespace memest

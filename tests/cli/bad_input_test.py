@@ -83,10 +83,35 @@ expect("empty file", [write("empty.onnx", b"")], mention="empty")
 random.seed(7)
 expect("random bytes", [write("random.onnx", bytes(random.getrandbits(8) for _ in range(4096)))], mention="random.onnx")
 expect("a directory", [TMP], mention="directory")
+fifo = path("fifo.onnx")
+os.mkfifo(fifo)
+expect("a FIFO (opening it would block)", [fifo], mention="fifo.onnx")
+expect("a device that never ends", ["/dev/zero"], mention="/dev/zero")
+locked_dir = path("locked")
+os.mkdir(locked_dir)
+locked = os.path.join(locked_dir, "model.onnx")
+with open(locked, "wb") as f:
+    f.write(good_bytes)
+os.chmod(locked_dir, 0)
+if os.access(locked, os.R_OK):
+    print("skip  an unreadable file: this user (root?) can read a file in a 000 directory")
+else:
+    expect("an unreadable file (in a 000 directory)", [locked], mention="permission denied")
+os.chmod(locked_dir, 0o700)
 offsets = sorted(set([1, 2, 5, 10, len(good_bytes) // 3, len(good_bytes) // 2, len(good_bytes) - 3, len(good_bytes) - 1]))
 for cut in offsets:
     expect("protobuf truncated at %d of %d" % (cut, len(good_bytes)), [write("trunc%d.onnx" % cut, good_bytes[:cut])],
            mention="trunc%d.onnx" % cut)
+# Every other offset too, as one line: a truncated protobuf may still parse (it ends
+# between fields), so exit 0 is allowed there; a signal, a hang or a silent exit 2 is not.
+bad_cuts = []
+for cut in range(1, len(good_bytes)):
+    p = run([write("cut.onnx", good_bytes[:cut]), "--loss", "sum"])
+    if p is None or p.returncode not in (0, 2) or (p.returncode == 2 and "cut.onnx" not in p.stderr):
+        bad_cuts.append(cut)
+results.append(not bad_cuts)
+print("%s  protobuf truncated at each of %d offsets%s" % ("ok  " if not bad_cuts else "FAIL", len(good_bytes) - 1,
+                                                       "" if not bad_cuts else ": offsets %s" % bad_cuts[:20]))
 cyc = model([helper.make_node("Relu", ["b"], ["a"], name="r1"), helper.make_node("Relu", ["a"], ["b"], name="r2"),
              helper.make_node("Add", ["x", "b"], ["y"], name="add")], [X], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])])
 expect("a graph with a cycle", [save("cycle.onnx", cyc)], mention="cycle")
@@ -94,6 +119,10 @@ dang = model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [X],
              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])])
 expect("a tensor read but never produced", [save("dangling.onnx", dang)], mention="ghost")
 expect("batch overflowing 64 bits", [good_path, "--batch", "1000000000000000000"], mention="overflow")
+WIDE = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1 << 24])
+wide = model([helper.make_node("Relu", ["x"], ["y"])], [WIDE], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 1 << 24])])
+expect("dims whose product with the batch overflows (--batch 1000000000000)",
+       [save("wide.onnx", wide), "--batch", "1000000000000", "--loss", "sum"], mention="overflow")
 expect("zero batch", [good_path, "--batch", "0"], mention="batch")
 expect("negative batch", [good_path, "--batch", "-3"], mention="batch")
 HUGE = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1 << 62])
