@@ -59,7 +59,8 @@ std::optional<std::vector<Val>> fold_constant(torch::jit::Node* n, const std::ve
       c10::prim::CallMethod, Symbol::fromQualString("aten::manual_seed"), Symbol::fromQualString("aten::save")};
   if (kEffects.count(n->kind()) || n->isNondeterministic() || !n->maybeOperator()) return std::nullopt;
   torch::jit::Stack stack;
-  for (const Val& v : in) stack.push_back(v.value);
+  // Small constants are made here, on the CPU, whatever device the code names.
+  for (const Val& v : in) stack.push_back(v.value.isDevice() ? c10::IValue(c10::Device(c10::kCPU)) : v.value);
   // The interpreter passes a vararg op (format, ...) its argument count on top.
   if (const auto* schema = n->maybeSchema(); schema && schema->is_vararg()) {
     stack.push_back(static_cast<int64_t>(in.size()));

@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "estimator/error.h"
+#include "estimator/shapes.h"
+#include "frontends/onnx_reader.h"
 #include "ts_consts.h"
 #include "ts_ops.h"
 
@@ -268,28 +271,51 @@ std::string Lowerer::materialize(const Val& v, at::ScalarType like, const torch:
   fail(at, "expected a tensor, got a constant " + c.tagKind());
 }
 
+std::optional<int64_t> Lowerer::evaluate(const Val& v) {
+  if (v.kind != Val::Kind::Scalar || v.name.empty()) return std::nullopt;
+  std::string bytes;
+  if (!onnx_.snapshot(v.name).SerializeToString(&bytes)) return std::nullopt;
+  try {
+    Graph g = read_onnx_bytes(bytes, file_);
+    verify_and_sort(g);
+    infer_shapes(g);
+    const int id = g.find_tensor(v.name);
+    if (id < 0 || !g.tensors[id].value || g.tensors[id].value->size() != 1) return std::nullopt;
+    return (*g.tensors[id].value)[0].as_const();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 void Lowerer::lower_if(torch::jit::Node* n) {
   const Val& cond = value(n->input(0));
   torch::jit::Block* taken = nullptr;
+  std::optional<int64_t> known;
   if (cond.is_const() && cond.value.isBool()) {
-    taken = n->blocks()[cond.value.toBool() ? 0 : 1];
+    known = cond.value.toBool();
+  } else if (!raises(n->blocks()[0]) && !raises(n->blocks()[1])) {
+    known = evaluate(cond);  // a size-dependent branch: memest's shape pass knows the sizes
+  }
+  if (known) {
+    taken = n->blocks()[*known ? 0 : 1];
   } else if (raises(n->blocks()[0])) {
     taken = n->blocks()[1];  // a check that the model is used correctly: assume it is
   } else if (raises(n->blocks()[1])) {
     taken = n->blocks()[0];
   } else {
-    fail(n, "the branch taken depends on a value known only at run time; trace the model "
-            "(torch.jit.trace) to fix the path");
+    fail(n, "the branch taken depends on the batch or on data; trace the model (torch.jit.trace) to fix the path");
   }
   lower_block(taken);
   for (size_t i = 0; i < n->outputs().size(); ++i) bind(n->output(i), value(taken->outputs()[i]));
 }
 
 void Lowerer::lower_loop(torch::jit::Node* n) {
-  const Val& trip = value(n->input(0));
-  const Val& cond0 = value(n->input(1));
+  Val trip = value(n->input(0));
+  Val cond0 = value(n->input(1));
+  if (auto v = evaluate(trip)) trip = Val::constant(*v);
+  if (auto v = evaluate(cond0)) cond0 = Val::constant(static_cast<bool>(*v));
   if (!trip.is_const() || !trip.value.isInt()) {
-    fail(n, "a loop runs a number of times known only at run time; trace the model (torch.jit.trace) to unroll it");
+    fail(n, "a loop runs a number of times that depends on the batch; trace the model (torch.jit.trace) to unroll it");
   }
   if (!cond0.is_const() || !cond0.value.isBool()) fail(n, "a while loop's condition is known only at run time");
   torch::jit::Block* body = n->blocks()[0];
@@ -301,7 +327,8 @@ void Lowerer::lower_loop(torch::jit::Node* n) {
     bind(body->inputs()[0], Val::constant(i));
     for (size_t k = 0; k < carried.size(); ++k) bind(body->inputs()[k + 1], carried[k]);
     lower_block(body);
-    const Val& c = value(body->outputs()[0]);
+    Val c = value(body->outputs()[0]);
+    if (auto v = evaluate(c)) c = Val::constant(static_cast<bool>(*v));
     if (!c.is_const() || !c.value.isBool()) fail(n, "a loop's condition is known only at run time");
     go = c.value.toBool();
     for (size_t k = 0; k < carried.size(); ++k) carried[k] = value(body->outputs()[k + 1]);

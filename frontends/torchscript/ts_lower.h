@@ -91,6 +91,10 @@ class Lowerer {
   /// A submodule's attribute: a submodule, a weight, or a constant.
   Val attribute(const Val& module, const std::string& name, const torch::jit::Node* at);
   [[noreturn]] void fail(const torch::jit::Node* n, const std::string& what) const;
+  /// The value of a run-time int/bool (an ONNX Scalar) as memest's shape pass
+  /// computes it over the graph so far: known when it does not depend on the
+  /// batch (scripted code branching on a feature map's size). nullopt otherwise.
+  std::optional<int64_t> evaluate(const Val& v);
   /// The --input-shape text of graph input `name` ("" when it is not one).
   std::string input_spec(const std::string& name) const;
 

@@ -182,15 +182,15 @@ void OnnxBuilder::mark(const std::string& output, const onnx::AttributeProto& a)
   if (it != producer_.end()) *graph_->mutable_node(it->second)->add_attribute() = a;
 }
 
-onnx::ModelProto OnnxBuilder::finish() {
+void OnnxBuilder::prune(onnx::GraphProto& g) {
   // Backwards from the outputs: shape arithmetic the lowering emitted eagerly
   // (aten::size of every dim, unused hidden states) is dropped when unread.
   std::set<std::string> live;
-  for (const auto& o : graph_->output()) live.insert(o.name());
-  const int n = graph_->node_size();
+  for (const auto& o : g.output()) live.insert(o.name());
+  const int n = g.node_size();
   std::vector<bool> keep(n, false);
   for (int i = n - 1; i >= 0; --i) {
-    const auto& node = graph_->node(i);
+    const auto& node = g.node(i);
     for (const auto& out : node.output()) keep[i] = keep[i] || live.count(out);
     if (keep[i]) {
       for (const auto& in : node.input()) live.insert(in);
@@ -198,11 +198,23 @@ onnx::ModelProto OnnxBuilder::finish() {
   }
   google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
   for (int i = 0; i < n; ++i) {
-    if (keep[i]) kept.Add()->Swap(graph_->mutable_node(i));
+    if (keep[i]) kept.Add()->Swap(g.mutable_node(i));
   }
-  graph_->mutable_node()->Swap(&kept);
+  g.mutable_node()->Swap(&kept);
+}
+
+onnx::ModelProto OnnxBuilder::finish() {
+  prune(*graph_);
   producer_.clear();
   return model_;
+}
+
+onnx::ModelProto OnnxBuilder::snapshot(const std::string& output) const {
+  onnx::ModelProto m = model_;
+  m.mutable_graph()->clear_output();
+  m.mutable_graph()->add_output()->set_name(output);
+  prune(*m.mutable_graph());
+  return m;
 }
 
 }  // namespace memest::ts

@@ -52,10 +52,14 @@ class OnnxBuilder {
 
   /// Drops nodes none of whose outputs reach a graph output; returns the model.
   onnx::ModelProto finish();
+  /// The model so far with `output` as its only output, pruned: what memest's
+  /// shape pass needs to compute that value.
+  onnx::ModelProto snapshot(const std::string& output) const;
 
  private:
   std::string unique(const std::string& base);
   std::string node_name(const std::string& op, const std::string& module);
+  static void prune(onnx::GraphProto& g);
 
   onnx::ModelProto model_;
   onnx::GraphProto* graph_;

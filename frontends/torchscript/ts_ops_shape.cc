@@ -1,10 +1,12 @@
 // Views, layout and indexing: reshape targets built from folded sizes, permutations
 // from the tracked rank, concatenation and splitting (a split's arity read from the
 // ListUnpack that consumes it).
-#include "ts_ops.h"
-
+#include <algorithm>
 #include <limits>
 #include <numeric>
+
+#include "ts_consts.h"
+#include "ts_ops.h"
 
 namespace memest::ts {
 namespace {
@@ -323,8 +325,25 @@ std::string slice_operand(Call& c, size_t i, int64_t dflt) {
 }
 
 // slice(x, dim, start, end, step); x[:] slices are nothing.
+// list[start:end:step] of a list holding run-time sizes (x.shape[-3:]).
+bool slice_list(Call& c) {
+  std::vector<Val> items = list_items(c.in(0));
+  const int64_t n = static_cast<int64_t>(items.size());
+  auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  const int64_t start = c.none(1) ? 0 : clamp(c.int_(1).value_or(0));
+  const int64_t end = c.none(2) ? n : clamp(c.int_(2).value_or(n));
+  const int64_t step = c.int_(3).value_or(1);
+  if ((!c.none(1) && !c.int_(1)) || (!c.none(2) && !c.int_(2)) || step <= 0) return false;
+  Val out;
+  out.kind = Val::Kind::List;
+  for (int64_t i = start; i < end; i += step) out.items.push_back(items[static_cast<size_t>(i)]);
+  c.out(0) = out;
+  return true;
+}
+
 bool lower_slice(Call& c) {
-  if (c.in(0).kind != Val::Kind::Tensor) return false;  // list slicing folds or is unsupported
+  if (is_list(c.in(0))) return slice_list(c);
+  if (c.in(0).kind != Val::Kind::Tensor) return false;
   auto d = c.int_(1);
   if (!d) return false;
   constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
