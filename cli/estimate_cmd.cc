@@ -5,6 +5,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/report.h"
+#include "cli/timeline.h"
+#include "estimator/error.h"
 
 namespace memest {
 
@@ -12,12 +14,23 @@ std::function<int()> setup_estimate(CLI::App& app) {
   struct Opts {
     CommonOptions common;
     int depth = 3;
+    std::string timeline;
   };
   auto o = std::make_shared<Opts>();
   add_common_options(app, o->common);
   app.add_option("--depth", o->depth, "module levels the layer table groups by (0: every module)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  app.add_option("--timeline", o->timeline,
+                 "also draw memory over the step to FILE.svg (or FILE.html: the SVG in a page)")
+      ->check([](const std::string& f) {
+        try {
+          timeline_format(f);
+          return std::string();
+        } catch (const Error& e) {
+          return e.message();
+        }
+      });
   return [o]() {
     const auto t0 = std::chrono::steady_clock::now();
     Analysis a = load_and_analyze(o->common);
@@ -31,6 +44,7 @@ std::function<int()> setup_estimate(CLI::App& app) {
       for (const auto& w : a.graph.warnings) std::cerr << "memest: warning: " << w << "\n";
       std::cout << estimate_text(a, e, o->depth);
     }
+    if (!o->timeline.empty()) write_timeline(o->timeline, a, e);
     return 0;
   };
 }

@@ -1,52 +1,22 @@
 // `memest sweep` and `memest check`: the largest batch that fits, and will this fit.
 // Both reuse one analysis: each candidate batch only evaluates the program.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/gpus.h"
+#include "cli/fit.h"
 #include "cli/options.h"
-#include "cli/report.h"
+#include "cli/progress.h"
 #include "cli/units.h"
-#include "estimator/allocator.h"
-#include "estimator/error.h"
 
 namespace memest {
-namespace {
-
-struct BudgetOptions {
-  std::string budget;
-  std::string gpu;
-  int64_t bytes() const {
-    if (!budget.empty() && !gpu.empty()) throw Error("give --budget or --gpu, not both");
-    if (!budget.empty()) return parse_size(budget);
-    if (!gpu.empty()) return gpu_budget(find_gpu(gpu));
-    throw Error("give a budget: --budget SIZE (e.g. 24GiB) or --gpu NAME (e.g. a100-80gb)");
-  }
-};
-
-void add_budget_options(CLI::App& app, BudgetOptions& b) {
-  std::string names;
-  for (const auto& g : all_gpus()) names += (names.empty() ? "" : ", ") + std::string(g.name);
-  app.add_option("--budget", b.budget, "memory PyTorch may take (reserved), e.g. 24GiB, 24GB, 512MiB");
-  app.add_option("--gpu", b.gpu, "a card whose memory, less the CUDA context, is the budget: " + names);
-}
-
-// Fits when replaying the caching allocator under the cap never fails.
-bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out) {
-  Estimate e = estimate(a, batch, free_value);
-  auto r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round, budget);
-  if (out) *out = e;
-  return !r.out_of_memory && e.peak.peak_bytes <= budget;
-}
-
-}  // namespace
 
 std::function<int()> setup_sweep(CLI::App& app) {
   struct Opts {
     CommonOptions common;
     BudgetOptions budget;
     std::string sweep_dim;
-    int64_t max = 1 << 24;
+    int64_t max = kDefaultMaxBatch;
   };
   auto o = std::make_shared<Opts>();
   add_common_options(app, o->common);
@@ -55,24 +25,27 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--max", o->max, "largest value tried")->capture_default_str();
   return [o]() {
     const int64_t budget = o->budget.bytes();
-    Analysis a = load_and_analyze(o->common, o->sweep_dim);
     const bool by_dim = !o->sweep_dim.empty();
-    auto try_value = [&](int64_t v, Estimate* e) {
-      return by_dim ? fits(a, o->common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
-    };
-    // Doubling, then bisection: about 2*log2(answer) evaluations of the same program.
-    int64_t lo = 0, hi = 1;
-    while (hi <= o->max && try_value(hi, nullptr)) {
-      lo = hi;
-      hi *= 2;
-    }
-    if (hi > o->max) hi = o->max + 1;
-    while (hi - lo > 1) {
-      int64_t mid = lo + (hi - lo) / 2;
-      (try_value(mid, nullptr) ? lo : hi) = mid;
-    }
+    const std::string what = by_dim ? o->sweep_dim : "batch";
+    Analysis a;
+    int64_t lo = 0;
     Estimate best;
-    if (lo > 0) try_value(lo, &best);
+    {
+      Progress progress("sweep");  // erased before the answer prints
+      progress.update("analysing " + o->common.model);
+      a = load_and_analyze(o->common, o->sweep_dim);
+      auto try_value = [&](int64_t v, Estimate* e) {
+        return by_dim ? fits(a, o->common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
+      };
+      int tried = 0;
+      lo = largest_fitting(
+          [&](int64_t v) {
+            progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
+            return try_value(v, nullptr);
+          },
+          o->max);
+      if (lo > 0) try_value(lo, &best);
+    }
     if (o->common.json) {
       nlohmann::json j;
       j["model"] = a.graph.file;
@@ -86,7 +59,6 @@ std::function<int()> setup_sweep(CLI::App& app) {
       j["reserved_bytes"] = lo > 0 ? best.reserved_bytes : 0;
       std::cout << j.dump(2) << "\n";
     } else {
-      std::string what = by_dim ? o->sweep_dim : "batch";
       if (lo == 0) {
         std::cout << "Not even " << what << " 1 fits in " << format_bytes(budget) << "\n";
       } else {

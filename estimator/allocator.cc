@@ -271,6 +271,7 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   r.peak.phases.push_back(cur);
   r.peak_reserved = m.peak_reserved();
   r.peak_allocated = m.peak_allocated();
+  r.granted = std::move(got);
   return r;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "estimator/simulate.h"
 
@@ -15,6 +16,7 @@ struct AllocatorResult {
   PeakResult peak;             ///< where that peak is and what is alive then (block sizes as allocated)
   bool out_of_memory = false;  ///< a request failed even after freeing cached segments
   int64_t failed_request = 0;
+  std::vector<int64_t> granted;  ///< bytes handed out for each block, as counted above (0: never allocated)
 };
 
 /// Replays the program's events for concrete dims. With `limit`, segments are

@@ -16,6 +16,13 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endif()
 
+foreach(name timeline advise)
+  add_test(NAME cli_${name}
+           COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/${name}_test.py $<TARGET_FILE:memest>
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli_${name} PROPERTIES TIMEOUT 300)
+endforeach()
+
 if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/h200-torch2.11.jsonl)
   add_test(NAME accuracy_regression
            COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/h200-torch2.11.jsonl

@@ -1,0 +1,37 @@
+// Will a batch fit a memory budget, and the largest that does: shared by sweep,
+// check and advise.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "estimator/analysis.h"
+
+namespace memest {
+
+/// Largest value a search tries unless told otherwise (sweep --max).
+constexpr int64_t kDefaultMaxBatch = int64_t{1} << 24;
+
+/// --budget SIZE or --gpu NAME.
+struct BudgetOptions {
+  std::string budget;
+  std::string gpu;
+  bool given() const { return !budget.empty() || !gpu.empty(); }
+  /// The budget in bytes; throws Error when both or neither are given.
+  int64_t bytes() const;
+};
+
+void add_budget_options(CLI::App& app, BudgetOptions& b);
+
+/// True when replaying the caching allocator under a cap of `budget` never fails.
+/// `free_value` binds the swept dim (sweep --sweep); `out`, when set, gets the estimate.
+bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out);
+
+/// The largest v in [1, max] with fits_at(v), or 0 when not even 1 fits: doubling,
+/// then bisection, about 2*log2(answer) calls. Assumes fitting is monotone in v.
+int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max = kDefaultMaxBatch);
+
+}  // namespace memest
