@@ -1,7 +1,8 @@
 // The graph walk: forward() inlined, its inputs bound to the --input-shape specs,
 // the module's weights described as initializers, then every node lowered in
 // order through the op table. Control flow is folded: a branch is taken when its
-// condition is known, or when the other branch only raises (shape checks).
+// condition is known (a constant, or a size memest's shape pass computes from the
+// graph so far), or when the other branch only raises (checks of the input).
 #include "ts_lower.h"
 
 #include <sys/stat.h>
