@@ -10,6 +10,11 @@ add_test(NAME cli_bad_input
          COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/bad_input_test.py $<TARGET_FILE:memest>)
 set_tests_properties(cli_bad_input PROPERTIES TIMEOUT 300)
 
+add_test(NAME cli_params_exact
+         COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/params_test.py $<TARGET_FILE:memest>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_params_exact PROPERTIES TIMEOUT 300)
+
 if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py)
   add_test(NAME cli_golden
            COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py $<TARGET_FILE:memest>
@@ -29,4 +34,11 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/h200-torch2.11.jsonl)
                    --memest $<TARGET_FILE:memest> --enforce
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(accuracy_regression PROPERTIES TIMEOUT 600)
+endif()
+if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/holdout-h200-torch2.11.jsonl)
+  add_test(NAME accuracy_holdout
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/holdout-h200-torch2.11.jsonl
+                   --memest $<TARGET_FILE:memest> --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_holdout PROPERTIES TIMEOUT 600)
 endif()
