@@ -53,9 +53,9 @@ void append_loss(Graph& g, Loss loss) {
     int logp = add_node(g, "LogSoftmax", "memest", {out}, DType::F32, shape, "log_softmax");
     loss_t = add_node(g, "NllLoss", "memest", {logp, y}, DType::F32, {}, "nll_loss");
   } else if (loss == Loss::MSE) {
-    int y = g.new_tensor("y");
+    int y = g.new_tensor("y");  // may move g.tensors: `o` is not used past here
     g.tensors[y].kind = TensorKind::Input;
-    g.tensors[y].dtype = o.dtype;
+    g.tensors[y].dtype = g.tensors[out].dtype;
     g.tensors[y].shape = shape;
     g.tensors[y].dtype_follows = out;  // protocol.md: "same shape and dtype as the output" (fp16 under autocast)
     g.inputs.push_back(y);
