@@ -58,21 +58,14 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// As cli/sweep_cmd.cc decides "fits": the allocator replay under the cap never
-// fails and the allocated peak stays under it.
-bool fits(const Analysis& a, int64_t batch, int64_t budget) {
-  Estimate e = estimate(a, batch);
-  auto r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round, budget);
-  return !r.out_of_memory && e.peak.peak_bytes <= budget;
-}
-
-// cli/sweep_cmd.cc's search: doubling, then bisection, then the answer once more.
+// cli/fit.cc's search (memest sweep): doubling, then bisection, each probe a
+// fits_budget(); then the answer's estimate once more.
 int64_t sweep(const Analysis& a, int64_t budget, int* probes) {
   int64_t lo = 0, hi = 1;
   const int64_t max = 1 << 24;
   auto probe = [&](int64_t b) {
     ++*probes;
-    return fits(a, b, budget);
+    return fits_budget(a, b, budget);
   };
   while (hi <= max && probe(hi)) {
     lo = hi;

@@ -23,6 +23,7 @@ void add_budget_options(CLI::App& app, BudgetOptions& b) {
 }
 
 bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out) {
+  if (!out) return fits_budget(a, batch, budget, free_value);  // a search probe: one replay, same answer
   Estimate e = estimate(a, batch, free_value);
   auto r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round, budget);
   if (out) *out = e;

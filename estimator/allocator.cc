@@ -192,6 +192,7 @@ class Model {
 
   int64_t block_size(int b) const { return blocks_[b].size; }
   int64_t peak_reserved() const { return peak_reserved_; }
+  bool released_cache() const { return released_; }
   int64_t peak_allocated() const { return peak_allocated_; }
 
  private:
@@ -199,6 +200,7 @@ class Model {
 
   // empty_cache on failure: whole free segments go back to the driver.
   void release_cached() {
+    released_ = true;
     for (auto* pool : {&small_, &large_}) {
       pool->erase_if([&](const FreePool::Key& k) {
         const Blk& blk = blocks_[k.id];
@@ -212,6 +214,7 @@ class Model {
   }
 
   std::optional<int64_t> limit_;
+  bool released_ = false;
   std::vector<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   FreePool small_, large_;
@@ -270,6 +273,7 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   cur.end = total;
   r.peak.phases.push_back(cur);
   r.peak_reserved = m.peak_reserved();
+  r.released_cache = m.released_cache();
   r.peak_allocated = m.peak_allocated();
   r.granted = std::move(got);
   return r;

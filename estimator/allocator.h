@@ -15,6 +15,9 @@ struct AllocatorResult {
   int64_t peak_allocated = 0;  ///< max_memory_allocated, with unsplit blocks counted whole
   PeakResult peak;             ///< where that peak is and what is alive then (block sizes as allocated)
   bool out_of_memory = false;  ///< a request failed even after freeing cached segments
+  /// The cap made the allocator free its cache at least once; until then a capped
+  /// replay does exactly what an uncapped one does.
+  bool released_cache = false;
   int64_t failed_request = 0;
   std::vector<int64_t> granted;  ///< bytes handed out for each block, as counted above (0: never allocated)
 };

@@ -147,22 +147,28 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
   return a;
 }
 
-Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value) {
+Bindings bind_dims(const Analysis& a, int64_t batch, std::optional<int64_t> free_value) {
   if (batch <= 0) throw Error(a.graph.file, "", "--batch must be a positive integer, got " + std::to_string(batch));
-  Estimate e;
-  e.batch = batch;
-  e.bindings.set(a.batch, batch);
-  for (const auto& [name, v] : a.dims) e.bindings.set(name, v);
+  Bindings b;
+  b.set(a.batch, batch);
+  for (const auto& [name, v] : a.dims) b.set(name, v);
   if (free_value) {
     // The free dim's symbol is whatever analyze() left; bind every unbound symbol seen in inputs.
     for (int in : a.graph.inputs) {
       for (const auto& d : a.graph.tensors[in].shape.value_or(Shape{})) {
         for (SymbolId s : d.symbols()) {
-          if (s != a.batch) e.bindings.set(s, *free_value);
+          if (s != a.batch) b.set(s, *free_value);
         }
       }
     }
   }
+  return b;
+}
+
+Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value) {
+  Estimate e;
+  e.batch = batch;
+  e.bindings = bind_dims(a, batch, free_value);
   try {
     // max_memory_allocated counts the blocks the caching allocator hands out, and a
     // reused cached block that is not split is counted whole: replay the allocator.
@@ -174,6 +180,20 @@ Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_
     throw err.in_file(a.graph.file);
   }
   return e;
+}
+
+bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
+  const Bindings b = bind_dims(a, batch, free_value);
+  try {
+    const AllocatorResult capped = replay_allocator(a.program, b, a.train.target->alloc_round, budget);
+    if (capped.out_of_memory) return false;
+    // Until the cap makes it empty its cache, the capped allocator does what the
+    // uncapped one does, so its peak is the one estimate() reports.
+    if (!capped.released_cache) return capped.peak.peak_bytes <= budget;
+  } catch (const Error& err) {
+    throw err.in_file(a.graph.file);
+  }
+  return estimate(a, batch, free_value).peak.peak_bytes <= budget;
 }
 
 }  // namespace memest

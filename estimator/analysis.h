@@ -58,4 +58,14 @@ struct Estimate {
 
 Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);
 
+/// The dims estimate() evaluates under: the batch, the --dim values, the free dim.
+/// Throws Error for a batch below 1.
+Bindings bind_dims(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);
+
+/// Whether a training step fits `budget` bytes: the caching allocator, capped at the
+/// budget, never fails, and estimate()'s peak is within it. The same answer as
+/// estimating and then replaying under the cap, for one replay in most cases
+/// (a batch search calls this a dozen times).
+bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value = std::nullopt);
+
 }  // namespace memest
