@@ -1,5 +1,5 @@
 // The fuzz entry point: ONNX bytes through the reader, the analysis under a few
-// training configurations, and estimates at a few batch sizes. memest::Error is
+// training configurations, estimates at a few batch sizes and a capped replay. memest::Error is
 // the expected answer to bad input; anything else escaping (another exception, a
 // signal, a sanitizer report) is a finding. Built as a libFuzzer target
 // (tests/fuzz/CMakeLists.txt) and, with replay_main.cc, as a plain replay driver
@@ -50,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       opts.train = config(which);
       const memest::Analysis a = memest::analyze(g, opts);
       for (int64_t batch : {1, 3, 64}) memest::estimate(a, batch);
+      memest::fits_budget(a, 5, int64_t{1} << 30);  // a sweep probe: the allocator under a cap
     } catch (const memest::Error&) {
       // Rejected with a message: what bad input should get.
     }
