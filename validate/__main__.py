@@ -9,6 +9,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   checkpoint  the same with torch.utils.checkpoint around each repeated block
   maxbatch    largest batch that trains under a memory budget (binary search)
   context     the CUDA context's reserve (total - free - reserved), in this fresh process
+  kernels     scratch memory of single ops (cuDNN workspaces, reductions, attention) and whole-case traces
   compare     run memest on measured cases and report the error
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
 """
@@ -37,6 +38,9 @@ def main(argv):
     if cmd == "context":
         from validate import context
         return context.main(rest)
+    if cmd == "kernels":
+        from validate import kernels
+        return kernels.main(rest)
     if cmd == "compare":
         from validate import compare
         return compare.main(rest)
