@@ -56,6 +56,7 @@ class Builder {
     requires_grad_.assign(nt, false);
     layout_.assign(nt, {});
     grad_.assign(nt, -1);
+    grad_slot_.assign(nt, -1);
     cache_.assign(nt, -1);
     numel_.resize(nt);
     for (size_t t = 0; t < nt; ++t) {
@@ -93,7 +94,10 @@ class Builder {
     for (int it = 0; it < cfg_.iterations; ++it) {
       iter_ = static_cast<uint8_t>(it);
       phase_ = Phase::ZeroGrad;
-      for (auto& [param, block] : param_grads_) unref(block);
+      for (auto& [param, block] : param_grads_) {
+        unref(block);
+        grad_slot_[param] = -1;
+      }
       param_grads_.clear();
       phase_ = Phase::Forward;
       forward();
@@ -413,8 +417,9 @@ class Builder {
     const Tensor& ten = g_.tensors[t];
     if (ten.kind == TensorKind::Parameter) {
       // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
-      auto it = std::find_if(param_grads_.begin(), param_grads_.end(), [&](auto& p) { return p.first == t; });
-      if (it == param_grads_.end()) {
+      // (A slot per tensor, not a search of param_grads_: that was quadratic in parameters.)
+      if (grad_slot_[t] < 0) {
+        grad_slot_[t] = static_cast<int>(param_grads_.size());
         param_grads_.push_back({t, g});
       } else {
         unref(g);
@@ -611,7 +616,8 @@ class Builder {
   std::vector<int> segment_of_;
   std::vector<std::vector<int>> seg_inputs_, seg_held_;
   std::vector<bool> recomputed_ = std::vector<bool>(g_.nodes.size(), false);
-  std::vector<std::pair<int, int>> param_grads_;
+  std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
+  std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
   bool cublas_fwd_ = false, cublas_bwd_ = false, cublaslt_ = false, scaler_ = false;
