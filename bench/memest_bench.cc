@@ -1,13 +1,16 @@
 // memest's benchmark: per-stage times, sweep time and peak RSS for every bundled
 // model and for generated transformer stacks of 10k, 100k and 1M nodes, plus the
 // wall time of a whole `memest MODEL --batch 64 --optim adam --json` process.
-// Each model is measured in a child process of its own, so that its peak RSS
-// (getrusage of the child) is that model's alone.
+// Each model is measured in a child process of its own, so that its peak RSS is
+// that model's alone (the child reads its own VmHWM: a spawned child's ru_maxrss
+// starts from its parent's, so graphs are generated in children too).
+// Models whose symbolic dims need values (`--dim seq=128`) get the values that
+// models/README.md lists for them.
 //
 //   memest_bench [--sizes 10000,100000,1000000] [--models DIR] [--out DIR]
 //                [--memest PATH] [--reps N] [--process-reps N]
 //   memest_bench --gen NODES FILE      writes one generated graph
-//   memest_bench --one FILE REPS       (internal) measures one model, one line out
+//   memest_bench --one FILE REPS [NAME=VALUE ...]   (internal) measures one model, one line out
 //   memest_bench --profile STAGE FILE REPS   repeats parse|analyze|eval|replay|sweep (for perf)
 #include <fcntl.h>
 #include <spawn.h>
@@ -25,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -83,8 +87,18 @@ int64_t sweep(const Analysis& a, int64_t budget, int* probes) {
   return lo;
 }
 
+// This process's peak resident set (VmHWM), in KiB; 0 when /proc says nothing.
+int64_t peak_rss_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return 0;
+}
+
 // One model in this (child) process: medians over `reps` fresh runs.
-int measure_one(const std::string& file, int reps) {
+int measure_one(const std::string& file, int reps, const std::map<std::string, int64_t>& dims) {
   std::map<std::string, std::vector<double>> t;
   int64_t nodes = 0, live = 0, blocks = 0, events = 0, max_batch = 0;
   int probes = 0;
@@ -110,6 +124,7 @@ int measure_one(const std::string& file, int reps) {
     nodes = static_cast<int64_t>(g.nodes.size());
     AnalysisOptions opts;
     opts.train.optim = Optim::Adam;
+    opts.dims = dims;
     StageTimes st;
     opts.times = &st;
     auto t1 = Clock::now();
@@ -118,8 +133,7 @@ int measure_one(const std::string& file, int reps) {
     t["shapes"].push_back(st.bind + st.sort + st.shapes);
     t["fuse"].push_back(st.fuse);
     t["program"].push_back(st.loss + st.program);
-    Bindings b;
-    b.set(a.batch, kBatch);
+    const Bindings b = bind_dims(a, kBatch);
     auto t3 = Clock::now();
     evaluate(a.program, b, a.train.target->alloc_round);
     t["eval"].push_back(ms_since(t3));
@@ -148,7 +162,7 @@ int measure_one(const std::string& file, int reps) {
               static_cast<long long>(max_batch), probes);
   for (const auto& [k, v] : t) std::printf(" %s=%.3f", k.c_str(), median(v));
   for (const auto& [k, v] : t) std::printf(" min_%s=%.3f", k.c_str(), *std::min_element(v.begin(), v.end()));
-  std::printf("\n");
+  std::printf(" hwm_kib=%lld\n", static_cast<long long>(peak_rss_kib()));
   return 0;
 }
 
@@ -287,6 +301,17 @@ int run_all(int argc, char** argv) {
     }
   }
   fs::create_directories(out);
+  // models/README.md's table names the --dim each export needs ("`gpt_mini.onnx` | ... `--dim seq=256`").
+  std::map<std::string, std::vector<std::string>> model_dims;  // file name -> NAME=VALUE
+  {
+    std::ifstream readme(models + "/README.md");
+    const std::regex row(R"(^\| `([^`/]+\.onnx)` \|.*--dim ([A-Za-z_]+=[0-9]+))");
+    std::string line;
+    std::smatch m;
+    while (std::getline(readme, line)) {
+      if (std::regex_search(line, m, row)) model_dims[m[1]].push_back(m[2]);
+    }
+  }
   std::vector<std::pair<std::string, std::string>> files;  // label, path
   if (fs::is_directory(models)) {
     std::vector<fs::path> found;
@@ -299,11 +324,10 @@ int run_all(int argc, char** argv) {
   for (int64_t n : sizes) {
     const std::string path = out + "/transformer_" + std::to_string(n) + ".onnx";
     if (!fs::exists(path)) {
-      GenOptions o;
-      o.nodes = n;
-      auto t0 = Clock::now();
-      std::ofstream(path, std::ios::binary) << generate_transformer(o);
-      std::cerr << "generated " << path << " in " << ms_since(t0) << " ms\n";
+      // In a child: a graph generated here would raise every later child's ru_maxrss.
+      ChildResult gen = spawn({self, "--gen", std::to_string(n), path}, false);
+      if (gen.status != 0) throw std::runtime_error("cannot generate " + path);
+      std::cerr << "generated " << path << " in " << gen.wall_ms << " ms\n";
     }
     files.push_back({"generated " + with_commas(n), path});
   }
@@ -314,7 +338,11 @@ int run_all(int argc, char** argv) {
   for (const auto& [label, path] : files) {
     const int64_t size = static_cast<int64_t>(fs::file_size(path));
     const int r = size > 20'000'000 ? 1 : size > 2'000'000 ? std::max(1, reps / 2) : reps;
-    ChildResult c = spawn({self, "--one", path, std::to_string(r)}, true);
+    const std::string name = fs::path(path).filename().string();
+    const std::vector<std::string> dims = model_dims.count(name) ? model_dims[name] : std::vector<std::string>{};
+    std::vector<std::string> one = {self, "--one", path, std::to_string(r)};
+    one.insert(one.end(), dims.begin(), dims.end());
+    ChildResult c = spawn(one, true);
     auto kv = parse_kv(c.out);
     if (c.status != 0 || !kv.count("total")) {
       std::printf("| %s | failed (status %d) |\n", label.c_str(), c.status);
@@ -326,7 +354,9 @@ int run_all(int argc, char** argv) {
     const int pr = size > 20'000'000 ? 1 : size > 2'000'000 ? 3 : process_reps;
     bool proc_ok = true;
     for (int k = 0; k < pr; ++k) {
-      ChildResult p = spawn({memest_bin, path, "--batch", std::to_string(kBatch), "--optim", "adam", "--json"}, false);
+      std::vector<std::string> cmd = {memest_bin, path, "--batch", std::to_string(kBatch), "--optim", "adam", "--json"};
+      for (const auto& d : dims) cmd.insert(cmd.end(), {"--dim", d});
+      ChildResult p = spawn(cmd, false);
       proc_ok &= p.status == 0;
       walls.push_back(p.wall_ms);
       proc_rss = std::max(proc_rss, p.maxrss_kib);
@@ -335,11 +365,13 @@ int run_all(int argc, char** argv) {
     std::snprintf(proc, sizeof proc, "%s ms (%lld MiB)%s", fmt(std::to_string(median(walls))).c_str(),
                   static_cast<long long>(proc_rss / 1024), proc_ok ? "" : " exit!=0");
     const double ratio = std::stod(kv["sweep"]) / std::stod(kv["total"]);
+    const int64_t hwm = std::stoll(kv.count("hwm_kib") ? kv["hwm_kib"] : "0");
+    const std::string shown = label + (dims.empty() ? "" : " (" + dims[0] + ")");
     std::printf("| %s | %s | %.1f MB | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %.2f | %lld MiB | %s |\n",
-                label.c_str(), with_commas(std::stoll(kv["nodes"])).c_str(), size / 1e6, fmt(kv["parse"]).c_str(),
+                shown.c_str(), with_commas(std::stoll(kv["nodes"])).c_str(), size / 1e6, fmt(kv["parse"]).c_str(),
                 fmt(kv["shapes"]).c_str(), fmt(kv["fuse"]).c_str(), fmt(kv["program"]).c_str(),
                 fmt(kv["eval"]).c_str(), fmt(kv["estimate"]).c_str(), fmt(kv["total"]).c_str(),
-                fmt(kv["sweep"]).c_str(), kv["probes"].c_str(), ratio, static_cast<long long>(c.maxrss_kib / 1024),
+                fmt(kv["sweep"]).c_str(), kv["probes"].c_str(), ratio, static_cast<long long>(hwm / 1024),
                 proc);
     std::fflush(stdout);
     std::fprintf(stderr, "%s: %s\n", label.c_str(), c.out.c_str());
@@ -353,7 +385,16 @@ int run_all(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace memest::bench;
   try {
-    if (argc == 4 && std::string(argv[1]) == "--one") return measure_one(argv[2], std::stoi(argv[3]));
+    if (argc >= 4 && std::string(argv[1]) == "--one") {
+      std::map<std::string, int64_t> dims;
+      for (int i = 4; i < argc; ++i) {
+        const std::string d = argv[i];
+        const size_t eq = d.find('=');
+        if (eq == std::string::npos) throw std::runtime_error("--one: NAME=VALUE expected, got " + d);
+        dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+      }
+      return measure_one(argv[2], std::stoi(argv[3]), dims);
+    }
     if (argc == 5 && std::string(argv[1]) == "--profile") return profile_stage(argv[2], argv[3], std::stoi(argv[4]));
     if (argc == 4 && std::string(argv[1]) == "--gen") {
       GenOptions o;

@@ -227,7 +227,7 @@ def trace_cases(torch, emit, cases, budget, deadline):
         snap = trace.take_snapshot()
         trace.stop_recording()
         codes = {"alloc": "a", "free_requested": "f", "segment_alloc": "sa", "segment_free": "sf", "oom": "oom"}
-        events = [[codes[e["action"]], e["addr"], e["size"], e.get("stream", 0)]
+        events = [[codes[e["action"]], e.get("addr", 0), e.get("size", 0), e.get("stream", 0)]
                   for e in snap["device_traces"][0] if e["action"] in codes]
         peak, peak_res, at = phases.peak()
         emit({"kind": "casetrace", "case": case, "budget_bytes": budget, "status": status,
