@@ -279,4 +279,47 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   return r;
 }
 
+AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit) {
+  Model m(limit);
+  AllocatorResult r;
+  int max_id = -1;
+  for (const RawRequest& q : requests) max_id = std::max(max_id, q.id);
+  std::vector<int> where(static_cast<size_t>(max_id + 1), -1);
+  r.granted.assign(where.size(), 0);
+  int64_t total = 0;
+  for (size_t e = 0; e < requests.size(); ++e) {
+    const RawRequest& q = requests[e];
+    const size_t id = static_cast<size_t>(q.id);
+    if (q.alloc) {
+      const int b = m.malloc(q.size);
+      if (b < 0 && q.may_fail) continue;
+      if (q.may_fail) {  // refused on the GPU but not here: the model and the trace disagree
+        m.free(b);
+        r.released_cache = true;
+        continue;
+      }
+      if (b < 0) {
+        r.out_of_memory = true;
+        r.failed_request = q.size;
+        break;
+      }
+      where[id] = b;
+      r.granted[id] = m.block_size(b);
+      total += r.granted[id];
+      if (total > r.peak.peak_bytes) {
+        r.peak.peak_bytes = total;
+        r.peak.event = e;
+      }
+    } else if (where[id] >= 0) {
+      m.free(where[id]);
+      where[id] = -1;
+      total -= r.granted[id];
+    }
+  }
+  r.peak_reserved = m.peak_reserved();
+  r.released_cache = m.released_cache();
+  r.peak_allocated = m.peak_allocated();
+  return r;
+}
+
 }  // namespace memest

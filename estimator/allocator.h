@@ -28,4 +28,21 @@ struct AllocatorResult {
 AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round = 512,
                                  std::optional<int64_t> limit = std::nullopt);
 
+/// One request of a raw sequence: an allocation of `size` bytes (already rounded as
+/// the allocator rounds) under the caller's `id`, or the free of that id. A request
+/// that `may_fail` is an attempt whose failure ends nothing (cuDNN asks for an
+/// algorithm's workspace and, refused, tries the next algorithm); a failed attempt
+/// has already made the allocator free its cache, as the real one does.
+struct RawRequest {
+  bool alloc;
+  int id;
+  int64_t size;
+  bool may_fail = false;
+};
+
+/// Replays a raw request sequence, e.g. one recorded on the GPU, through the same
+/// model: checks the allocator model apart from the simulator that feeds it.
+/// `granted` is indexed by request id.
+AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit = std::nullopt);
+
 }  // namespace memest
