@@ -356,9 +356,9 @@ class Builder {
         }
       }
     }
-    if (info && info->fwd_workspace) {
-      int w = alloc(info->fwd_workspace(g_, n), Category::Workspace, k);
-      unref(w);
+    if (info && info->fwd_workspace && !eff.empty()) {
+      Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
+      if (!ws.is_zero()) unref(alloc(std::move(ws), Category::Workspace, k));
     }
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
@@ -543,9 +543,9 @@ class Builder {
       }
       accumulate(t, gblock);
     }
-    if (info && info->bwd_workspace) {
-      int w = alloc(info->bwd_workspace(g_, n), Category::Workspace, k);
-      unref(w);
+    if (info && info->bwd_workspace && !eff.empty()) {
+      Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
+      if (!ws.is_zero()) unref(alloc(std::move(ws), Category::Workspace, k));
     }
     for (int o : n.outputs) {
       if (o >= 0 && grad_[o] >= 0) {

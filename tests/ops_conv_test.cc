@@ -1,6 +1,8 @@
 // Conv and ConvTranspose output sizes: padding, strides, dilations, groups, auto_pad.
 #include <doctest/doctest.h>
 
+#include "estimator/analysis.h"
+#include "frontends/text_reader.h"
 #include "tests/ops_test_util.h"
 
 namespace memest {
@@ -8,6 +10,7 @@ namespace {
 
 using testing::dtype;
 using testing::infer;
+using testing::producer;
 using testing::shape;
 
 TEST_CASE("conv: output sizes") {
@@ -110,6 +113,65 @@ TEST_CASE("conv: training facts") {
     CHECK(info->saved_if_other == bits({0, 1}));
     CHECK(info->saved_inputs == 0);
     CHECK(std::string(info->grads) == "AAA");
+  }
+}
+
+// ResNet's stem at fp32, from the probe rows of validate/results/kernels-h200-torch2.11.jsonl
+// at n=256 (its largest measured batch): forward allocates y (822083584 B) then a
+// 976261904 B workspace it frees; backward without an input gradient allocates the weight
+// gradient (37632 B) then a 1033675920 B workspace. Rounded to 512 B and divided by 256:
+//   fwd       976262144 / 256 = 3813524 B per sample
+//   bwd_first 1033676288 / 256 = 4037798 B per sample
+// The full backward (with grad_input) peaks at the same 4037798 B per sample above its outputs.
+const char* kStem = R"(
+  opset 17
+  input x float32 batch,3,224,224
+  param conv1.weight float32 64,3,7,7
+  node Conv x conv1.weight -> y kernel_shape=7,7 strides=2,2 pads=3,3,3,3 @conv1
+  output y
+)";
+
+TEST_CASE("conv: cuDNN workspace from the measured table") {
+  Graph g = infer(kStem);
+  const Node& n = producer(g, "y");
+  REQUIRE(static_cast<bool>(n.info->fwd_workspace));
+  REQUIRE(static_cast<bool>(n.info->bwd_workspace));
+  CHECK(n.info->fwd_workspace(g, n, DType::F32, false).str() == "3813524*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, false).str() == "4037798*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true).str() == "4037798*batch");
+  // Under fp16 autocast the conv runs in half: the fp16 row (weight-only backward
+  // 514229359 B at n=256 -> 514229760 / 256), not the fp32 one.
+  CHECK(n.info->bwd_workspace(g, n, DType::F16, false).str() == "2008710*batch");
+
+  SUBCASE("a layer the table does not hold, or symbolic sizes: no workspace") {
+    Graph other = infer("input x float32 batch,3,225,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
+    const Node& m = producer(other, "y");
+    CHECK(m.info->fwd_workspace(other, m, DType::F32, true).is_zero());
+    Graph sym = infer("input x float32 batch,3,h,w\nparam w float32 64,3,7,7\nnode Conv x w -> y pads=3,3,3,3");
+    const Node& s = producer(sym, "y");
+    CHECK(s.info->bwd_workspace(sym, s, DType::F32, true).is_zero());
+    Graph asym = infer("input x float32 batch,3,224,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,2,2");
+    const Node& a = producer(asym, "y");
+    CHECK(a.info->fwd_workspace(asym, a, DType::F32, true).is_zero());
+  }
+
+  SUBCASE("the simulator holds it as a transient: the backward peak is weight grad + workspace") {
+    AnalysisOptions o;
+    o.train.loss = Loss::Sum;
+    Analysis an = analyze(read_text_graph(kStem), o);
+    const int64_t B = 8;
+    Estimate e = estimate(an, B);
+    // The first layer's backward: weight gradient and a 8 * 4037798 B workspace (both
+    // rounded to 512 B) beside the parameter, the input, the kept output and its gradient.
+    const int64_t ws = round_alloc(8 * 4037798);
+    CHECK(e.peak.phase == Phase::Backward);
+    CHECK(e.peak.components[static_cast<size_t>(Category::Workspace)] == ws);
+    int64_t workspaces = 0;
+    for (const Block& b : an.program.blocks) {
+      if (b.category == Category::Workspace) workspaces += b.bytes.eval(e.bindings);
+    }
+    // Three iterations, each one forward and one backward workspace.
+    CHECK(workspaces == 3 * (B * 3813524 + B * 4037798));
   }
 }
 

@@ -1,5 +1,8 @@
 // Convolutions (1D/2D/3D, grouped, transposed). Output sizes come from the one
 // sliding-window helper that pooling shares (shape_util's window_shape).
+#include <algorithm>
+#include <tuple>
+
 #include "estimator/ops/registry.h"
 #include "estimator/ops/shape_util.h"
 
@@ -89,13 +92,111 @@ void conv_transpose(ShapeContext& ctx) {
   ctx.set_output(0, ctx.in_dtype(0), out);
 }
 
+// ---- cuDNN workspaces -------------------------------------------------------------
+// cuDNN allocates scratch memory through PyTorch's caching allocator and frees it
+// before the call returns. Its size depends on the engine cuDNN's heuristics pick
+// (cudnn.benchmark=False), which no closed formula predicts, so memest looks the layer
+// up in a table measured on the target GPU (validate/cudnn_table.py writes it from
+// `validate kernels` probes). Values are bytes per sample, scaled by the input's
+// batch dimension so the batch stays symbolic. A layer not in the table (another
+// geometry, 1D/3D, SAME padding, symbolic channels or spatial sizes) gets no
+// workspace, as before the table existed.
+
+struct CudnnRow {
+  int transposed;
+  DType dtype;
+  int64_t cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw;
+  int64_t n;  // the batch the per-sample values were measured at
+  int64_t fwd, bwd, bwd_first;
+
+  auto key() const {
+    return std::tie(transposed, dtype, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw);
+  }
+};
+
+const CudnnRow kCudnnRows[] = {
+#include "estimator/data/cudnn_h200.inc"
+};
+
+// Sorted once (the generator sorts too, but the lookup should not depend on it).
+const std::vector<CudnnRow>& cudnn_table() {
+  static const std::vector<CudnnRow> rows = [] {
+    std::vector<CudnnRow> v(std::begin(kCudnnRows), std::end(kCudnnRows));
+    std::sort(v.begin(), v.end(), [](const CudnnRow& a, const CudnnRow& b) { return a.key() < b.key(); });
+    return v;
+  }();
+  return rows;
+}
+
+// The 2D layer as the table keys it, or nullopt when some part is not a known constant.
+std::optional<CudnnRow> layer_of(const Graph& g, const Node& n, DType run) {
+  if (!n.has_input(0) || !n.has_input(1)) return std::nullopt;
+  const auto& xs = g.tensors[n.inputs[0]].shape;
+  const auto& ws = g.tensors[n.inputs[1]].shape;
+  if (!xs || !ws || xs->size() != 4 || ws->size() != 4) return std::nullopt;
+  const bool transposed = n.op == "ConvTranspose";
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return std::nullopt;
+  if (transposed && n.attr("output_shape")) return std::nullopt;
+  auto c = [](const Expr& e) { return e.as_const().value_or(-1); };
+  CudnnRow r{};
+  r.transposed = transposed ? 1 : 0;
+  r.dtype = run;
+  r.cin = c((*xs)[1]);
+  r.h = c((*xs)[2]);
+  r.w = c((*xs)[3]);
+  r.groups = n.attr_int("group", 1);
+  r.cout = transposed ? c((*ws)[1]) * r.groups : c((*ws)[0]);
+  r.kh = c((*ws)[2]);
+  r.kw = c((*ws)[3]);
+  const auto k = n.attr_ints("kernel_shape", {r.kh, r.kw});
+  const auto s = n.attr_ints("strides", {1, 1});
+  const auto d = n.attr_ints("dilations", {1, 1});
+  const auto op = n.attr_ints("output_padding", {0, 0});
+  auto p = n.attr_ints("pads", {0, 0, 0, 0});
+  if (auto_pad == "VALID") p = {0, 0, 0, 0};
+  if (k.size() != 2 || s.size() != 2 || d.size() != 2 || op.size() != 2 || p.size() != 4) return std::nullopt;
+  if (p[0] != p[2] || p[1] != p[3]) return std::nullopt;  // PyTorch pads symmetrically
+  std::tie(r.kh, r.kw, r.sh, r.sw, r.ph, r.pw, r.dh, r.dw, r.oph, r.opw) =
+      std::tie(k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], op[0], op[1]);
+  if (r.cin < 0 || r.h < 0 || r.w < 0 || r.cout < 0 || r.kh < 0 || r.kw < 0) return std::nullopt;
+  return r;
+}
+
+const CudnnRow* cudnn_lookup(const Graph& g, const Node& n, DType run) {
+  auto want = layer_of(g, n, run);
+  if (!want) return nullptr;
+  const auto& rows = cudnn_table();
+  auto it = std::lower_bound(rows.begin(), rows.end(), *want,
+                             [](const CudnnRow& a, const CudnnRow& b) { return a.key() < b.key(); });
+  return it != rows.end() && it->key() == want->key() ? &*it : nullptr;
+}
+
+Expr per_sample(const Graph& g, const Node& n, int64_t bytes) {
+  if (bytes == 0) return Expr(0);
+  return Expr(bytes) * (*g.tensors[n.inputs[0]].shape)[0];
+}
+
+Expr conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool) {
+  const CudnnRow* r = cudnn_lookup(g, n, run);
+  return r ? per_sample(g, n, r->fwd) : Expr(0);
+}
+
+// A first layer (input without gradient) computes the weight's gradient alone.
+Expr conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool input_grad) {
+  const CudnnRow* r = cudnn_lookup(g, n, run);
+  return r ? per_sample(g, n, input_grad ? r->bwd : r->bwd_first) : Expr(0);
+}
+
 constexpr const char* kFamily = "conv";
 
 const OpInfo kOps[] = {
     {.op = "Conv", .family = kFamily, .shape = conv, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
-     .grads = "AAA", .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
+     .grads = "AAA", .fwd_workspace = conv_fwd_workspace, .bwd_workspace = conv_bwd_workspace,
+     .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
     {.op = "ConvTranspose", .family = kFamily, .shape = conv_transpose, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA", .note = "transposed convolution; saves like Conv"},
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .fwd_workspace = conv_fwd_workspace,
+     .bwd_workspace = conv_bwd_workspace, .note = "transposed convolution; saves like Conv"},
 };
 
 }  // namespace

@@ -90,8 +90,10 @@ struct SavedExtra {
 };
 using ExtraFn = std::vector<SavedExtra> (*)(const Graph&, const Node&);
 
-/// Transient bytes (cuDNN workspace, a reduction buffer) held during one call.
-using WorkspaceFn = Expr (*)(const Graph&, const Node&);
+/// Transient bytes (cuDNN workspace, a reduction buffer) held during one call, given
+/// the dtype the op runs in (after autocast) and whether input 0 needs a gradient
+/// (cuDNN picks other engines for a weight-only backward).
+using WorkspaceFn = Expr (*)(const Graph&, const Node&, DType run, bool input_grad);
 
 /// Everything memest knows about one op. One entry per op, in its family's table.
 struct OpInfo {
