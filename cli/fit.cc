@@ -26,8 +26,13 @@ bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_
   if (!out) return fits_budget(a, batch, budget, free_value);  // a search probe: one replay, same answer
   Estimate e = estimate(a, batch, free_value);
   auto r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round, budget);
-  if (out) *out = e;
-  return !r.out_of_memory && e.peak.peak_bytes <= budget;
+  const bool ok = !r.out_of_memory && e.peak.peak_bytes <= budget;
+  // What is reported is what the job would reserve under this budget: the capped
+  // allocator gives cached segments back rather than grow past the cap. When it does
+  // not fit, the uncapped figure says how much it would need.
+  if (ok) e.reserved_bytes = r.peak_reserved;
+  *out = e;
+  return ok;
 }
 
 int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max) {

@@ -510,6 +510,30 @@ class Builder {
     saved_now_[k].clear();
   }
 
+  // The gradient of an input broadcast over the output's leading dims (a bias) sums the
+  // output's gradient over M rows of N columns; the reduce kernel splits long columns
+  // across thread blocks and stages their fp32 partials in a scratch buffer, held
+  // only during the sum (Target::reduce_scratch_*).
+  void reduction_scratch(int k, const Node& n) {
+    const Target& t = *cfg_.target;
+    if (t.reduce_scratch_cap == 0 || n.outputs.empty() || n.outputs[0] < 0) return;
+    const auto& out = g_.tensors[n.outputs[0]].shape;
+    if (!out) return;
+    for (int in : n.inputs) {
+      if (in < 0 || !requires_grad_[in] || !g_.tensors[in].shape) continue;
+      Shape s = *g_.tensors[in].shape;
+      while (!s.empty() && s.front() == Expr(1)) s.erase(s.begin());  // [1, N] broadcasts as [N]
+      if (s.empty() || s.size() >= out->size()) continue;
+      if (!std::equal(s.begin(), s.end(), out->end() - static_cast<long>(s.size()))) continue;
+      const std::optional<int64_t> cols = product(s).as_const();
+      if (!cols || *cols < t.reduce_scratch_min_cols) continue;
+      const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
+      prog_.blocks[b].min_bytes = 8 * t.reduce_scratch_min_rows * *cols;
+      prog_.blocks[b].cap_bytes = t.reduce_scratch_cap;
+      unref(b);
+    }
+  }
+
   void backward_node(int k) {
     const Node& n = g_.nodes[k];
     const OpInfo* info = n.info;
@@ -543,6 +567,7 @@ class Builder {
       }
       accumulate(t, gblock);
     }
+    if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
     if (info && info->bwd_workspace && !eff.empty()) {
       Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
       if (!ws.is_zero()) unref(alloc(std::move(ws), Category::Workspace, k));
@@ -694,7 +719,13 @@ std::vector<int> live_blocks(const Program& p, size_t event) {
 
 std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round) {
   std::vector<int64_t> out(p.blocks.size());
-  for (size_t i = 0; i < p.blocks.size(); ++i) out[i] = round_alloc(p.blocks[i].bytes.eval(b), round);
+  for (size_t i = 0; i < p.blocks.size(); ++i) {
+    const Block& blk = p.blocks[i];
+    int64_t bytes = blk.bytes.eval(b);
+    if (bytes < blk.min_bytes) bytes = 0;
+    if (blk.cap_bytes > 0) bytes = std::min(bytes, blk.cap_bytes);
+    out[i] = bytes == 0 ? 0 : round_alloc(bytes, round);
+  }
   return out;
 }
 

@@ -49,6 +49,10 @@ struct Block {
   Expr bytes;
   Category category;
   int node;  ///< node that allocated it (-1: setup/optimizer)
+  /// A kernel's scratch whose size a launch heuristic bounds: none when `bytes` is below
+  /// min_bytes, at most cap_bytes (0: no bound). See Simulator::reduction_scratch.
+  int64_t min_bytes = 0;
+  int64_t cap_bytes = 0;
 };
 
 struct Event {

@@ -20,6 +20,12 @@ const Target kTargets[] = {
         1ll << 20,
         512,
         true,
+        // validate/results/kernels-h200-torch2.11.jsonl (`validate kernels`, rows "sum0"):
+        // x.sum(0) of [M, N] allocates 8*M*N bytes for 256 <= N <= 4096 and M >= 2048, at
+        // most 132 MiB (132 SMs); nothing at M <= 512 (the threshold between is taken at 1024).
+        132ll << 20,
+        1024,
+        256,
     },
 };
 

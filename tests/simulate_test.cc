@@ -109,3 +109,34 @@ TEST_CASE("an evaluated program answers any batch without re-analysis and grows 
     prev = e.peak.peak_bytes;
   }
 }
+
+TEST_CASE("a broadcast bias's gradient is a column sum that stages partials in scratch at long columns") {
+  // One Linear [M, 512] -> [M, 512] with a bias; backward sums the output's gradient
+  // over M rows. The H200 profile: 8 B x M x N of scratch when M >= 1024 and N >= 256,
+  // at most 132 MiB (validate/results/kernels-h200-torch2.11.jsonl, rows "sum0").
+  const char* text = R"(
+opset 17
+input x float32 batch,512
+param fc.weight float32 512,512
+param fc.bias float32 512
+node memest::Linear x fc.weight fc.bias -> out @fc
+output out
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze_text(text, cfg);
+  auto scratch = [&](int64_t batch) {
+    const Bindings b = bind_dims(a, batch);
+    const std::vector<int64_t> size = block_sizes(a.program, b, 512);
+    int64_t found = 0;
+    for (size_t i = 0; i < a.program.blocks.size(); ++i) {
+      const Block& blk = a.program.blocks[i];
+      if (blk.category == Category::Workspace && blk.cap_bytes > 0) found = std::max(found, size[i]);
+    }
+    return found;
+  };
+  CHECK(scratch(512) == 0);                   // 512 rows: one block per column, no staging
+  CHECK(scratch(1024) == 8 * 1024 * 512);     // 4 MiB
+  CHECK(scratch(4096) == 8 * 4096 * 512);     // 16 MiB, as measured for x.sum(0) of [4096, 512]
+  CHECK(scratch(65536) == 132ll << 20);       // 256 MiB by the formula; the grid bounds it at 132 MiB
+}

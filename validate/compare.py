@@ -160,6 +160,44 @@ def _esc(s):
     return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def compare_maxbatch(args, rows):
+    """Rows of `validate maxbatch`: memest sweep's largest batch against the measured one.
+
+    issue 6's bar: within 5% of the measured largest batch, and never above it by more than 2%."""
+    def one(r):
+        onnx_path = os.path.join(args.models_dir, r["onnx"])
+        cmd = [args.memest, "sweep", onnx_path] + r["memest_args"] + ["--json"]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return r, None, "timeout"
+        if out.returncode != 0:
+            return r, None, out.stderr.strip()[:200]
+        return r, json.loads(out.stdout), None
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        got = list(ex.map(one, rows))
+    print("%-12s %-10s %8s %8s %8s %13s %13s" % ("model", "config", "measured", "memest", "error",
+                                               "peak@max GiB", "memest@max"))
+    errs, fails = [], []
+    for r, est, err in got:
+        if err:
+            fails.append(r)
+            print("%-12s %-10s %8s  FAILED: %s" % (r["model"], r["config"], r["max_ok_batch"], err))
+            continue
+        e = (est["max_batch"] - r["max_ok_batch"]) / float(r["max_ok_batch"])
+        errs.append(e)
+        flag = "  <-- over" if e > 0.02 else ("  <-- off" if abs(e) > 0.05 else "")
+        print("%-12s %-10s %8d %8d %+7.1f%% %13.2f %13.2f%s" % (
+            r["model"], r["config"], r["max_ok_batch"], est["max_batch"], 100 * e,
+            (r.get("peak_allocated_at_max") or 0) / 2**30, est["peak_bytes"] / 2**30, flag))
+    if errs:
+        ok = sum(1 for e in errs if abs(e) <= 0.05 and e <= 0.02)
+        print("\ncases %d: %d within 5%% and not over by more than 2%%; worst %+.1f%%" % (
+            len(errs), ok, 100 * max(errs, key=abs)))
+    return 1 if (fails or (args.enforce and ok < len(errs))) else 0
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="python3 -m validate compare")
     p.add_argument("results", nargs="+", help="measured JSONL file(s), e.g. validate/results/h200-torch2.11.jsonl")
@@ -184,6 +222,8 @@ def main(argv):
         sys.stderr.write("compare: %s: memest binary not found or not executable\n" % args.memest)
         return 2
     rows = [r for r in load_rows(args.results) if r.get("status") == "ok" and r.get("onnx")]
+    if rows and all("max_ok_batch" in r for r in rows):
+        return compare_maxbatch(args, rows)
     if not args.include_checkpoint:
         rows = [r for r in rows if not r.get("checkpoint")]
     if args.models:

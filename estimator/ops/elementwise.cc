@@ -309,11 +309,12 @@ constexpr const char* kFamily = "elementwise";
 const OpInfo kOps[] = {
     // Binary arithmetic (torch type promotion: no cast copies).
     {.op = "Add", .family = kFamily, .shape = binary<fold_add, fadd>, .autocast = Autocast::Promote, .grads = "VV",
-     .note = "a + b; the gradient passes through (broadcast inputs get a sum)"},
+     .sums_broadcast_grads = true, .note = "a + b; the gradient passes through (broadcast inputs get a sum)"},
     {.op = "Sub", .family = kFamily, .shape = binary<fold_sub, fsub>, .autocast = Autocast::Promote, .grads = "VA",
-     .note = "a - b; b's gradient is a negated copy"},
+     .sums_broadcast_grads = true, .note = "a - b; b's gradient is a negated copy"},
     {.op = "Mul", .family = kFamily, .shape = binary<fold_mul, fmul>, .autocast = Autocast::Promote,
-     .saved_if_other = bits({0, 1}), .grads = "AA", .note = "a * b; each operand kept for the other's gradient"},
+     .saved_if_other = bits({0, 1}), .grads = "AA", .sums_broadcast_grads = true,
+     .note = "a * b; each operand kept for the other's gradient"},
     {.op = "Div", .family = kFamily, .shape = div_rule, .autocast = Autocast::Promote, .saved_inputs = bits({1}),
      .saved_if_other = bits({0}), .grads = "AA", .note = "a / b; keeps b, and a when b needs a gradient"},
     {.op = "Pow", .family = kFamily, .shape = pow_rule, .autocast = Autocast::Fp32, .saved_inputs = bits({0, 1}),

@@ -41,7 +41,8 @@ std::vector<SavedExtra> nll_extra(const Graph&, const Node&) { return {{Expr(1),
 
 const OpInfo kOps[] = {
     {.op = "Linear", .family = "fused", .shape = shape_linear, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA", .contiguous_inputs = true, .cublas = true, .domain = "memest",
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .contiguous_inputs = true, .cublas = true,
+     .sums_broadcast_grads = true, .domain = "memest",
      .note = "MatMul(+Transpose)+Add of a weight and bias: F.linear, one output"},
     {.op = "Attention", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",

@@ -121,6 +121,10 @@ struct OpInfo {
   /// Runs on cuBLAS: the first call on a thread creates that thread's workspace; with
   /// a bias input (addmm's epilogue) cuBLASLt's workspace too.
   bool cublas = false;
+  /// The gradient of an input broadcast over the output's leading dims (a bias) is the
+  /// output's gradient summed over them (sum_to_size): a column reduction that may
+  /// stage partial sums in a scratch buffer (Target::reduce_scratch_*).
+  bool sums_broadcast_grads = false;
   WorkspaceFn fwd_workspace = nullptr;
   WorkspaceFn bwd_workspace = nullptr;
   const char* domain = "";         ///< "" (ONNX default) or "memest"
