@@ -1,6 +1,7 @@
 // memest's benchmark: per-stage times, sweep time and peak RSS for every bundled
 // model and for generated transformer stacks of 10k, 100k and 1M nodes, plus the
-// wall time of a whole `memest MODEL --batch 64 --optim adam --json` process.
+// wall time of a whole `memest MODEL --batch 64 --optim adam --json` process and of
+// a `memest sweep` process for a budget that batch 64 just fits.
 // Each model is measured in a child process of its own, so that its peak RSS is
 // that model's alone (the child reads its own VmHWM: a spawned child's ru_maxrss
 // starts from its parent's, so graphs are generated in children too).
@@ -102,6 +103,7 @@ int measure_one(const std::string& file, int reps, const std::map<std::string, i
   std::map<std::string, std::vector<double>> t;
   int64_t nodes = 0, live = 0, blocks = 0, events = 0, max_batch = 0;
   int probes = 0;
+  int64_t budget = 0;
   std::string bytes;
   {
     std::ifstream in(file, std::ios::binary);
@@ -145,7 +147,7 @@ int measure_one(const std::string& file, int reps, const std::map<std::string, i
     t["estimate"].push_back(ms_since(t4));
     t["total"].push_back(ms_since(t0));
     // A budget that batch 64 just fits: the search then probes about 13 batches.
-    const int64_t budget = e.reserved_bytes;
+    budget = e.reserved_bytes;
     probes = 0;
     auto t5 = Clock::now();
     max_batch = sweep(a, budget, &probes);
@@ -162,7 +164,7 @@ int measure_one(const std::string& file, int reps, const std::map<std::string, i
               static_cast<long long>(max_batch), probes);
   for (const auto& [k, v] : t) std::printf(" %s=%.3f", k.c_str(), median(v));
   for (const auto& [k, v] : t) std::printf(" min_%s=%.3f", k.c_str(), *std::min_element(v.begin(), v.end()));
-  std::printf(" hwm_kib=%lld\n", static_cast<long long>(peak_rss_kib()));
+  std::printf(" budget=%lld hwm_kib=%lld\n", static_cast<long long>(budget), static_cast<long long>(peak_rss_kib()));
   return 0;
 }
 
@@ -333,8 +335,8 @@ int run_all(int argc, char** argv) {
   }
 
   std::printf("| model | nodes | file | parse | shapes | fusion | program | eval | estimate | analysis total | sweep (probes) "
-              "| sweep / estimate | peak RSS | `memest` process (RSS) |\n");
-  std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+              "| sweep / estimate | peak RSS | `memest` process (RSS) | `memest sweep` process |\n");
+  std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
   for (const auto& [label, path] : files) {
     const int64_t size = static_cast<int64_t>(fs::file_size(path));
     const int r = size > 20'000'000 ? 1 : size > 2'000'000 ? std::max(1, reps / 2) : reps;
@@ -349,7 +351,7 @@ int run_all(int argc, char** argv) {
       std::fflush(stdout);
       continue;
     }
-    std::vector<double> walls;
+    std::vector<double> walls, sweep_walls;
     int64_t proc_rss = 0;
     const int pr = size > 20'000'000 ? 1 : size > 2'000'000 ? 3 : process_reps;
     bool proc_ok = true;
@@ -360,6 +362,11 @@ int run_all(int argc, char** argv) {
       proc_ok &= p.status == 0;
       walls.push_back(p.wall_ms);
       proc_rss = std::max(proc_rss, p.maxrss_kib);
+      std::vector<std::string> sweep_cmd = {memest_bin, "sweep", path, "--optim", "adam", "--budget", kv["budget"]};
+      for (const auto& d : dims) sweep_cmd.insert(sweep_cmd.end(), {"--dim", d});
+      ChildResult q = spawn(sweep_cmd, false);
+      proc_ok &= q.status == 0;
+      sweep_walls.push_back(q.wall_ms);
     }
     char proc[64];
     std::snprintf(proc, sizeof proc, "%s ms (%lld MiB)%s", fmt(std::to_string(median(walls))).c_str(),
@@ -367,12 +374,12 @@ int run_all(int argc, char** argv) {
     const double ratio = std::stod(kv["sweep"]) / std::stod(kv["total"]);
     const int64_t hwm = std::stoll(kv.count("hwm_kib") ? kv["hwm_kib"] : "0");
     const std::string shown = label + (dims.empty() ? "" : " (" + dims[0] + ")");
-    std::printf("| %s | %s | %.1f MB | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %.2f | %lld MiB | %s |\n",
+    std::printf("| %s | %s | %.1f MB | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %.2f | %lld MiB | %s | %s ms |\n",
                 shown.c_str(), with_commas(std::stoll(kv["nodes"])).c_str(), size / 1e6, fmt(kv["parse"]).c_str(),
                 fmt(kv["shapes"]).c_str(), fmt(kv["fuse"]).c_str(), fmt(kv["program"]).c_str(),
                 fmt(kv["eval"]).c_str(), fmt(kv["estimate"]).c_str(), fmt(kv["total"]).c_str(),
                 fmt(kv["sweep"]).c_str(), kv["probes"].c_str(), ratio, static_cast<long long>(hwm / 1024),
-                proc);
+                proc, fmt(std::to_string(median(sweep_walls))).c_str());
     std::fflush(stdout);
     std::fprintf(stderr, "%s: %s\n", label.c_str(), c.out.c_str());
   }
