@@ -119,6 +119,13 @@ class Builder {
     prog_.events.push_back({Event::Alloc, phase_, iter_, b});
     return b;
   }
+  // An algorithm's workspace (cuDNN): under a memory cap a refused workspace makes
+  // cuDNN try the next algorithm, which needs less, rather than fail the step.
+  int workspace(Expr bytes, int node) {
+    const int b = alloc(std::move(bytes), Category::Workspace, node);
+    prog_.blocks[b].may_fail = true;
+    return b;
+  }
   void ref(int b) {
     if (b >= 0) ++refs_[b];
   }
@@ -358,7 +365,7 @@ class Builder {
     }
     if (info && info->fwd_workspace && !eff.empty()) {
       Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
-      if (!ws.is_zero()) unref(alloc(std::move(ws), Category::Workspace, k));
+      if (!ws.is_zero()) unref(workspace(std::move(ws), k));
     }
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
@@ -570,7 +577,7 @@ class Builder {
     if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
     if (info && info->bwd_workspace && !eff.empty()) {
       Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
-      if (!ws.is_zero()) unref(alloc(std::move(ws), Category::Workspace, k));
+      if (!ws.is_zero()) unref(workspace(std::move(ws), k));
     }
     for (int o : n.outputs) {
       if (o >= 0 && grad_[o] >= 0) {

@@ -53,6 +53,9 @@ struct Block {
   /// min_bytes, at most cap_bytes (0: no bound). See Simulator::reduction_scratch.
   int64_t min_bytes = 0;
   int64_t cap_bytes = 0;
+  /// Refused under a memory cap, the kernel falls back to an algorithm without it
+  /// (cuDNN tries its candidate plans in order) instead of failing.
+  bool may_fail = false;
 };
 
 struct Event {
