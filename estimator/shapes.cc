@@ -2,6 +2,7 @@
 #include "estimator/shapes.h"
 
 #include <deque>
+#include <queue>
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
@@ -30,21 +31,25 @@ void verify_and_sort(Graph& g) {
       if (t.producer >= 0) ++pending[i];
     }
   }
-  // Kahn's algorithm, stable: ready nodes keep their file order.
+  // Kahn's algorithm taking the ready node that comes first in the file: a file in
+  // topological order keeps its order, which is the order PyTorch ran the ops (the
+  // exporter records them as they run). Order matters: autograd runs backward in reverse
+  // creation order, so a ResNet block's downsample, run after its main path, is
+  // differentiated first, while the main path's saved tensors are still alive.
   std::vector<int> order;
   order.reserve(n);
-  std::deque<int> ready;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (size_t i = 0; i < n; ++i) {
-    if (!g.nodes[i].dead && pending[i] == 0) ready.push_back(static_cast<int>(i));
+    if (!g.nodes[i].dead && pending[i] == 0) ready.push(static_cast<int>(i));
   }
   while (!ready.empty()) {
-    int i = ready.front();
-    ready.pop_front();
+    int i = ready.top();
+    ready.pop();
     order.push_back(i);
     for (int out : g.nodes[i].outputs) {
       if (out < 0) continue;
       for (int c : g.tensors[out].consumers) {
-        if (--pending[c] == 0) ready.push_back(c);
+        if (--pending[c] == 0) ready.push(c);
       }
     }
   }

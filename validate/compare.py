@@ -208,7 +208,7 @@ def main(argv):
     p.add_argument("--thresholds", default=os.path.join(HERE, "thresholds.json"))
     p.add_argument("--models", default=None, help="only these models (comma-separated)")
     p.add_argument("--include-checkpoint", action="store_true",
-                   help="also rows measured with activation checkpointing (memest cannot see it in the graph)")
+                   help="also rows measured with activation checkpointing (memest runs them with --checkpoint MODE)")
     p.add_argument("--jobs", type=int, default=4)
     p.add_argument("--timeout", type=int, default=60, help="seconds per memest call")
     p.add_argument("--json", default=None, help="write per-case results and the summary to this file")
@@ -251,7 +251,10 @@ def main(argv):
         if not os.path.isfile(onnx_path):
             c["failure"] = "%s: no such file" % onnx_path
             return c
-        est, err = run_memest(args.memest, onnx_path, r["memest_args"], args.timeout)
+        margs = list(r["memest_args"])
+        if r.get("checkpoint") and "--checkpoint" not in margs:
+            margs += ["--checkpoint", r["checkpoint"]]  # measured with torch.utils.checkpoint per block
+        est, err = run_memest(args.memest, onnx_path, margs, args.timeout)
         if err:
             c["failure"] = err
             return c
