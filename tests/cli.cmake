@@ -42,3 +42,17 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/holdout-h200-torch2.11.jsonl)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(accuracy_holdout PROPERTIES TIMEOUT 600)
 endif()
+if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/checkpoint-h200-torch2.11.jsonl)
+  add_test(NAME accuracy_checkpoint
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/checkpoint-h200-torch2.11.jsonl
+                   --include-checkpoint --memest $<TARGET_FILE:memest> --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_checkpoint PROPERTIES TIMEOUT 600)
+endif()
+if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/maxbatch-h200-torch2.11.jsonl)
+  add_test(NAME accuracy_maxbatch
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/maxbatch-h200-torch2.11.jsonl
+                   --memest $<TARGET_FILE:memest> --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_maxbatch PROPERTIES TIMEOUT 600)
+endif()
