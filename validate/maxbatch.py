@@ -104,6 +104,7 @@ def main(argv):
     p.add_argument("--max-batch", type=int, default=8192)
     p.add_argument("--deadline", type=float, default=0, help="unix time after which no probe is started")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--set", default="zoo", help="zoo, holdout or blind: the model list --models picks from")
     args = p.parse_args(argv)
     import torch
     from validate.measure import versions
@@ -115,7 +116,7 @@ def main(argv):
     if cuda:
         torch.cuda.set_per_process_memory_fraction(fraction)
     command = "python3 -m validate maxbatch " + " ".join(argv)
-    for entry in zoo.select(args.models):
+    for entry in zoo.select(args.models, args.set):
         for c in args.configs.split(","):
             amp, opt = c.split("-")
             cfg0 = zoo.parse_config(entry, "bs1-" + c)
