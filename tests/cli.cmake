@@ -49,10 +49,13 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/checkpoint-h200-torch2.11.jsonl
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(accuracy_checkpoint PROPERTIES TIMEOUT 600)
 endif()
-if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/maxbatch-h200-torch2.11.jsonl)
-  add_test(NAME accuracy_maxbatch
-           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/maxbatch-h200-torch2.11.jsonl
-                   --memest $<TARGET_FILE:memest> --enforce
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(accuracy_maxbatch PROPERTIES TIMEOUT 600)
-endif()
+# The blind set and the largest-batch files: each a test of its own, same regression rule.
+foreach(name maxbatch blind blind-maxbatch)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/${name}-h200-torch2.11.jsonl)
+    add_test(NAME accuracy_${name}
+             COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/${name}-h200-torch2.11.jsonl
+                     --memest $<TARGET_FILE:memest> --enforce
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(accuracy_${name} PROPERTIES TIMEOUT 600)
+  endif()
+endforeach()
