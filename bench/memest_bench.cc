@@ -88,22 +88,24 @@ int64_t sweep(const Analysis& a, int64_t budget, int* probes) {
   return lo;
 }
 
-// This process's peak resident set (VmHWM), in KiB; 0 when /proc says nothing.
-int64_t peak_rss_kib() {
+// A line of /proc/self/status in KiB ("VmHWM:" the peak resident set, "VmRSS:" the
+// current one); 0 when /proc says nothing.
+int64_t status_kib(const std::string& key) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(key.size()));
   }
   return 0;
 }
+int64_t peak_rss_kib() { return status_kib("VmHWM:"); }
 
 // One model in this (child) process: medians over `reps` fresh runs.
 int measure_one(const std::string& file, int reps, const std::map<std::string, int64_t>& dims) {
   std::map<std::string, std::vector<double>> t;
   int64_t nodes = 0, live = 0, blocks = 0, events = 0, max_batch = 0;
   int probes = 0;
-  int64_t budget = 0;
+  int64_t budget = 0, rss_graph = 0, rss_analysis = 0;
   std::string bytes;
   {
     std::ifstream in(file, std::ios::binary);
@@ -129,9 +131,11 @@ int measure_one(const std::string& file, int reps, const std::map<std::string, i
     opts.dims = dims;
     StageTimes st;
     opts.times = &st;
+    rss_graph = status_kib("VmRSS:");  // the file's bytes, the Graph (the protobuf is gone)
     auto t1 = Clock::now();
     Analysis a = analyze(std::move(g), opts);
     t["analyze"].push_back(ms_since(t1));
+    rss_analysis = status_kib("VmRSS:");  // the file's bytes, the Graph, the Program
     t["shapes"].push_back(st.bind + st.sort + st.shapes);
     t["fuse"].push_back(st.fuse);
     t["program"].push_back(st.loss + st.program);
@@ -145,7 +149,9 @@ int measure_one(const std::string& file, int reps, const std::map<std::string, i
     auto t4 = Clock::now();
     Estimate e = estimate(a, kBatch);
     t["estimate"].push_back(ms_since(t4));
-    t["total"].push_back(ms_since(t0));
+    // What one `memest MODEL --batch N` computes (the stand-alone eval and replay above
+    // repeat parts of estimate(), so they are not added).
+    t["total"].push_back(t["parse"].back() + t["analyze"].back() + t["estimate"].back());
     // A budget that batch 64 just fits: the search then probes about 13 batches.
     budget = e.reserved_bytes;
     probes = 0;
@@ -164,7 +170,9 @@ int measure_one(const std::string& file, int reps, const std::map<std::string, i
               static_cast<long long>(max_batch), probes);
   for (const auto& [k, v] : t) std::printf(" %s=%.3f", k.c_str(), median(v));
   for (const auto& [k, v] : t) std::printf(" min_%s=%.3f", k.c_str(), *std::min_element(v.begin(), v.end()));
-  std::printf(" budget=%lld hwm_kib=%lld\n", static_cast<long long>(budget), static_cast<long long>(peak_rss_kib()));
+  std::printf(" budget=%lld rss_graph_kib=%lld rss_analysis_kib=%lld hwm_kib=%lld\n", static_cast<long long>(budget),
+              static_cast<long long>(rss_graph), static_cast<long long>(rss_analysis),
+              static_cast<long long>(peak_rss_kib()));
   return 0;
 }
 
