@@ -144,8 +144,20 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
   // n=32: 64451584 B / 32), not the fp32 ones.
   CHECK(n.info->bwd_workspace(g, n, DType::F16, false).str() == "2014112*batch");
 
-  SUBCASE("a layer the table does not hold, or symbolic sizes: no workspace") {
-    Graph other = infer("input x float32 batch,3,225,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
+  SUBCASE("a layer near one the table holds borrows its workspace, scaled by activation size") {
+    // 225x224 is not in the table; its nearest row of the class (fp32, 7x7, stride 2, dense)
+    // is the 224x224 stem. Activation elements per sample (input + output at the stride):
+    //   this layer 3*225*224 + 64*225*224/4 = 957600, the stem 3*224*224 + 64*224*224/4 = 953344
+    //   fwd 3814560 * 957600 / 953344 = 3831589.3 -> 3831590; bwd 4203824 * ... = 4222591.1 -> 4222592
+    Graph near = infer("input x float32 batch,3,225,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
+    const Node& m = producer(near, "y");
+    CHECK(m.info->fwd_workspace(near, m, DType::F32, true).str() == "3831590*batch");
+    CHECK(m.info->bwd_workspace(near, m, DType::F32, true).str() == "4222592*batch");
+  }
+
+  SUBCASE("a layer far from every row, or symbolic sizes: no workspace") {
+    // 16x16 input: log2 of the spatial size is 7.6 away from the stems' (a distance of 58 > 0.5).
+    Graph other = infer("input x float32 batch,3,16,16\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
     const Node& m = producer(other, "y");
     CHECK(m.info->fwd_workspace(other, m, DType::F32, true).is_zero());
     Graph sym = infer("input x float32 batch,3,h,w\nparam w float32 64,3,7,7\nnode Conv x w -> y pads=3,3,3,3");
