@@ -279,20 +279,6 @@ class Builder {
         copied = true;
       }
     }
-    // The first cuBLAS call on the main thread creates its workspace, which then
-    // stays; addmm with a bias also creates cuBLASLt's.
-    if (info && info->cublas) {
-      if (!cublas_fwd_) {
-        cublas_fwd_ = true;
-        alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
-      }
-      // (A strided input sends F.linear down matmul + add instead: no epilogue.)
-      if (!cublaslt_ && n.has_input(2) && !copied) {
-        cublaslt_ = true;
-        alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
-      }
-    }
-
     // Outputs.
     std::vector<int> out_blocks(n.outputs.size(), -1);
     for (size_t j = 0; j < n.outputs.size(); ++j) {
@@ -332,6 +318,21 @@ class Builder {
       if (ot.graph_output && !recompute) {
         ref(out_blocks[j]);
         (n.module == "loss" && n.domain == "memest" ? cur_loss_ : cur_out_).push_back(out_blocks[j]);
+      }
+    }
+    // The first cuBLAS call on the main thread creates its workspace, which then stays;
+    // addmm with a bias also creates cuBLASLt's. The call's output exists by then (GPU
+    // traces: the qkv projection's output, then the 32 MiB workspace, then 1 MiB), and
+    // where a block that stays lands decides which segments stay split.
+    if (info && info->cublas) {
+      if (!cublas_fwd_) {
+        cublas_fwd_ = true;
+        alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+      }
+      // (A strided input sends F.linear down matmul + add instead: no epilogue.)
+      if (!cublaslt_ && n.has_input(2) && !copied) {
+        cublaslt_ = true;
+        alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
       }
     }
 
@@ -545,11 +546,15 @@ class Builder {
     const Node& n = g_.nodes[k];
     const OpInfo* info = n.info;
     const auto& eff = eff_[k];
-    // Backward runs on autograd's device thread, whose cuBLAS handle has its own workspace.
-    if (info && info->cublas && !cublas_bwd_ && cfg_.target->cublas_backward_workspace) {
-      cublas_bwd_ = true;
-      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
-    }
+    // Backward runs on autograd's device thread, whose cuBLAS handle has its own
+    // workspace, created by the first cuBLAS call there: after that call's output (GPU
+    // traces: the LM head's weight gradient, then the 32 MiB workspace, then the input's).
+    auto first_cublas_call = [&] {
+      if (info && info->cublas && !cublas_bwd_ && cfg_.target->cublas_backward_workspace) {
+        cublas_bwd_ = true;
+        alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+      }
+    };
     const int out0 = n.outputs.empty() ? -1 : n.outputs[0];
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       int t = n.inputs[i];
@@ -565,6 +570,7 @@ class Builder {
         ref(gblock);
       } else {
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
+        first_cublas_call();
       }
       if (eff[i].cast) {
         // ToCopyBackward casts the gradient of autocast's copy back; it is a node of its
@@ -574,6 +580,7 @@ class Builder {
       }
       accumulate(t, gblock);
     }
+    first_cublas_call();  // when no gradient was allocated above
     if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
     if (info && info->bwd_workspace && !eff.empty()) {
       Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
