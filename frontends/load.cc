@@ -38,6 +38,14 @@ InputSpec parse_input_shape(const std::string& text) {
   return spec;
 }
 
+bool torchscript_name(const std::string& path) {
+  for (const char* ext : {".pt", ".pth", ".ts", ".jit", ".torchscript"}) {
+    const std::string e = ext;
+    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) return true;
+  }
+  return false;
+}
+
 Graph load_model(const std::string& path, const std::vector<InputSpec>& inputs) {
   // Anything but a regular file goes to the ONNX reader, which says what it is:
   // opening a FIFO here to sniff the format would block.
@@ -48,6 +56,11 @@ Graph load_model(const std::string& path, const std::vector<InputSpec>& inputs) 
   if (in) in.read(magic, 2);
   // TorchScript files are zip archives ("PK").
   if (in && magic[0] == 'P' && magic[1] == 'K') return load_torchscript(path, inputs);
+  // Named like a TorchScript file but not a zip archive: say that, not an ONNX parse error.
+  if (torchscript_name(path)) {
+    throw Error(path, "",
+                "not a TorchScript file (torch.jit.save writes a zip archive; this file does not start like one)");
+  }
   if (!inputs.empty()) throw Error(path, "", "--input-shape is for TorchScript files; ONNX files declare their inputs");
   return read_onnx_file(path);
 }

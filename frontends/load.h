@@ -18,6 +18,9 @@ struct InputSpec {
 InputSpec parse_input_shape(const std::string& text);
 
 /// Loads MODEL (.onnx, or .pt/.pth/.ts TorchScript). Throws Error naming the file.
+/// Whether the file's name says TorchScript (.pt, .pth, .ts, .jit, .torchscript).
+bool torchscript_name(const std::string& path);
+
 Graph load_model(const std::string& path, const std::vector<InputSpec>& inputs);
 
 }  // namespace memest

@@ -140,6 +140,12 @@ expect("--dim naming no input", [good_path, "--dim", "nope=3"], mention="nope")
 expect("malformed --budget", ["check", good_path, "--batch", "4", "--budget", "lots"], mention="lots")
 expect("negative --budget", ["check", good_path, "--batch", "4", "--budget", "-5GiB"])
 expect("unknown --gpu", ["sweep", good_path, "--gpu", "potato"], mention="potato")
+# TorchScript names: the file's name says what the user meant, so the message does too.
+expect("a missing .pt file", [path("nope.pt"), "--input-shape", "3x8x8"], mention="no such file")
+expect("random bytes named .pt", [write("random.pt", bytes(random.getrandbits(8) for _ in range(512))),
+                                  "--input-shape", "3x8x8"], mention="not a TorchScript file")
+expect("an ONNX file named .pt", [write("onnx_inside.pt", good_bytes), "--input-shape", "8"],
+       mention="not a TorchScript file")
 expect("unknown option", [good_path, "--frobnicate"])
 expect("no model", [], stderr_lines=0)
 unk = model([helper.make_node("MyCustomOp", ["x"], ["y"])], [X], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])])
