@@ -317,7 +317,13 @@ class Builder {
       }
       if (ot.graph_output && !recompute) {
         ref(out_blocks[j]);
-        (n.module == "loss" && n.domain == "memest" ? cur_loss_ : cur_out_).push_back(out_blocks[j]);
+        auto& holder = n.module == "loss" && n.domain == "memest" ? cur_loss_ : cur_out_;
+        holder.push_back(out_blocks[j]);
+        if (j == 0 && info && info->output_keeps) {
+          for (const SavedExtra& x : info->output_keeps(g_, n)) {
+            holder.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
+          }
+        }
       }
     }
     // The first cuBLAS call on the main thread creates its workspace, which then stays;

@@ -140,3 +140,45 @@ output out
   CHECK(scratch(4096) == 8 * 4096 * 512);     // 16 MiB, as measured for x.sum(0) of [4096, 512]
   CHECK(scratch(65536) == 132ll << 20);       // 256 MiB by the formula; the grid bounds it at 132 MiB
 }
+
+TEST_CASE("mse_loss keeps an fp32 buffer of its input's size for as long as the loss is held") {
+  // GPU traces (conv_autoencoder): one such block per live loss, alive through backward.
+  const char* text = R"(
+opset 17
+input x float32 batch,64
+param fc.weight float32 32,64
+param fc.bias float32 32
+node memest::Linear x fc.weight fc.bias -> out @fc
+output out
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::MSE;
+  cfg.amp = Amp::FP16;  // the output is half; the kept buffer is fp32 all the same
+  Analysis a = analyze_text(text, cfg);
+  const Bindings b = bind_dims(a, 16);
+  const std::vector<int64_t> size = block_sizes(a.program, b, 512);
+  const int64_t want = 16 * 32 * 4;  // [16, 32] fp32 = 2048 B
+  // Blocks of that size the loss allocates in forward: its fp32 cast copy of the half
+  // output (freed after its backward) and the kept buffer (freed only when the next
+  // iteration's forward replaces the loss).
+  std::vector<int> alloc_iter(a.program.blocks.size(), -1);
+  int kept = 0, kept_alive_at_end = 0;
+  for (const Event& e : a.program.events) {
+    const Block& blk = a.program.blocks[e.block];
+    const bool mse = blk.node >= 0 && a.graph.nodes[blk.node].op == "MseLoss" && size[e.block] == want;
+    if (!mse) continue;
+    if (e.kind == Event::Alloc && e.phase == Phase::Forward) alloc_iter[e.block] = e.iter;
+    if (e.kind == Event::Free && alloc_iter[e.block] >= 0 && e.iter == alloc_iter[e.block] + 1 &&
+        e.phase == Phase::Forward) {
+      ++kept;
+    }
+  }
+  for (size_t i = 0; i < alloc_iter.size(); ++i) {
+    if (alloc_iter[i] != 2 || a.program.blocks[i].category != Category::Activations) continue;
+    bool freed = false;
+    for (const Event& e : a.program.events) freed |= e.block == static_cast<int>(i) && e.kind == Event::Free;
+    kept_alive_at_end += freed ? 0 : 1;
+  }
+  CHECK(kept == 2);               // iterations 0 and 1: freed in the next forward
+  CHECK(kept_alive_at_end >= 1);  // iteration 2's is still held by the loss at the end
+}

@@ -109,6 +109,9 @@ struct OpInfo {
   /// input needs no gradient, does not keep its weight.
   uint32_t saved_if_other = 0;
   ExtraFn saved_extra = nullptr;   ///< other tensors kept for backward
+  /// Memory a (graph) output keeps alive for as long as the output lives, beyond its own
+  /// bytes; measured for mse_loss (see fused.cc).
+  ExtraFn output_keeps = nullptr;
   /// Per input: 'A' backward allocates a new gradient, 'V' the output's
   /// gradient passes through as a view (no allocation), 'N' no gradient.
   /// The last letter repeats for further inputs; "" means not differentiable.
