@@ -230,18 +230,11 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   std::vector<int> where(p.blocks.size(), -1);
   std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
   AllocatorResult r;
-  std::array<int64_t, kCategoryCount> live{};
-  int64_t total = 0;
-  PhasePeak cur{0, Phase::Setup, 0, 0};
+  PeakTracker peak(p);
   for (size_t e = 0; e < p.events.size(); ++e) {
+    peak.at(e);
     const Event& ev = p.events[e];
-    if (ev.iter != cur.iter || ev.phase != cur.phase) {
-      cur.end = total;
-      r.peak.phases.push_back(cur);
-      cur = {ev.iter, ev.phase, total, total};
-    }
     const Block& blk = p.blocks[ev.block];
-    const size_t c = static_cast<size_t>(blk.category);
     if (ev.kind == Event::Alloc) {
       if (size[ev.block] == 0) continue;
       int b = m.malloc(size[ev.block]);
@@ -253,26 +246,14 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
       }
       where[ev.block] = b;
       got[ev.block] = m.block_size(b);
-      total += got[ev.block];
-      live[c] += got[ev.block];
-      cur.peak = std::max(cur.peak, total);
-      if (total > r.peak.peak_bytes) {
-        r.peak.peak_bytes = total;
-        r.peak.phase = ev.phase;
-        r.peak.iter = ev.iter;
-        r.peak.node = blk.node;
-        r.peak.event = e;
-        r.peak.components = live;
-      }
+      peak.alloc(e, got[ev.block]);
     } else if (where[ev.block] >= 0) {
       m.free(where[ev.block]);
       where[ev.block] = -1;
-      total -= got[ev.block];
-      live[c] -= got[ev.block];
+      peak.free(e, got[ev.block]);
     }
   }
-  cur.end = total;
-  r.peak.phases.push_back(cur);
+  r.peak = peak.finish();
   r.peak_reserved = m.peak_reserved();
   r.released_cache = m.released_cache();
   r.peak_allocated = m.peak_allocated();

@@ -749,42 +749,55 @@ std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t ro
   return out;
 }
 
+void PeakTracker::at(size_t e) {
+  const Event& ev = p_.events[e];
+  if (ev.iter != cur_.iter || ev.phase != cur_.phase) {
+    cur_.end = total_;
+    r_.phases.push_back(cur_);
+    cur_ = {ev.iter, ev.phase, total_, total_};
+  }
+}
+
+void PeakTracker::alloc(size_t e, int64_t bytes) {
+  const Event& ev = p_.events[e];
+  const Block& blk = p_.blocks[ev.block];
+  total_ = checked_add(total_, bytes);
+  live_[static_cast<size_t>(blk.category)] += bytes;
+  if (total_ > r_.peak_bytes) {
+    r_.peak_bytes = total_;
+    r_.phase = ev.phase;
+    r_.iter = ev.iter;
+    r_.node = blk.node;
+    r_.event = e;
+    r_.components = live_;
+  }
+  cur_.peak = std::max(cur_.peak, total_);
+}
+
+void PeakTracker::free(size_t e, int64_t bytes) {
+  total_ -= bytes;
+  live_[static_cast<size_t>(p_.blocks[p_.events[e].block].category)] -= bytes;
+}
+
+PeakResult PeakTracker::finish() {
+  cur_.end = total_;
+  r_.phases.push_back(cur_);
+  return std::move(r_);
+}
+
 PeakResult evaluate(const Program& p, const Bindings& b, int64_t round) {
   const std::vector<int64_t> size = block_sizes(p, b, round);
-  PeakResult r;
-  std::array<int64_t, kCategoryCount> live{};
-  int64_t total = 0;
-  PhasePeak cur{0, Phase::Setup, 0, 0};
+  PeakTracker peak(p);
   for (size_t e = 0; e < p.events.size(); ++e) {
+    peak.at(e);
     const Event& ev = p.events[e];
-    if (ev.iter != cur.iter || ev.phase != cur.phase) {
-      cur.end = total;
-      r.phases.push_back(cur);
-      cur = {ev.iter, ev.phase, total, total};
-    }
-    const Block& blk = p.blocks[ev.block];
-    const int64_t s = size[ev.block];
-    const size_t c = static_cast<size_t>(blk.category);
     if (ev.kind == Event::Alloc) {
-      total = checked_add(total, s);
-      live[c] += s;
-      if (total > r.peak_bytes) {
-        r.peak_bytes = total;
-        r.phase = ev.phase;
-        r.iter = ev.iter;
-        r.node = blk.node;
-        r.event = e;
-        r.components = live;
-      }
-      cur.peak = std::max(cur.peak, total);
+      peak.alloc(e, size[ev.block]);
     } else {
-      total -= s;
-      live[c] -= s;
+      peak.free(e, size[ev.block]);
     }
   }
-  cur.end = total;
-  r.phases.push_back(cur);
-  return r;
+  return peak.finish();
 }
 
 }  // namespace memest

@@ -105,6 +105,26 @@ struct PeakResult {
   std::vector<PhasePeak> phases;
 };
 
+/// Follows the live bytes of a replay of a program's events: the peak, where it is and
+/// what is alive then, and each phase's peak and end. evaluate() and the allocator
+/// replay feed it the bytes each of them counts for a block.
+class PeakTracker {
+ public:
+  explicit PeakTracker(const Program& p) : p_(p) {}
+  /// Call before handling event e: closes a phase when the event opens another.
+  void at(size_t e);
+  void alloc(size_t e, int64_t bytes);
+  void free(size_t e, int64_t bytes);
+  PeakResult finish();
+
+ private:
+  const Program& p_;
+  PeakResult r_;
+  std::array<int64_t, kCategoryCount> live_{};
+  int64_t total_ = 0;
+  PhasePeak cur_{0, Phase::Setup, 0, 0};
+};
+
 /// Caching-allocator rounding of one request (512-byte blocks).
 int64_t round_alloc(int64_t bytes, int64_t round = 512);
 
