@@ -142,6 +142,11 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
   a.accounting = account(g);
   laps.lap(&StageTimes::loss);
   a.program = build_program(g, a.train);
+  if (a.train.checkpoint != Checkpoint::None && checkpoint_segments(g, a.train.checkpoint).empty()) {
+    g.warnings.push_back(
+        "--checkpoint: no repeated blocks (indexed modules holding layers, like layer1.0 or blocks.3); "
+        "nothing is checkpointed");
+  }
   laps.lap(&StageTimes::program);
   a.graph = std::move(g);
   return a;

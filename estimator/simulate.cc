@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
@@ -694,11 +695,19 @@ std::string block_of_module(const std::string& module) {
 std::vector<Segment> checkpoint_segments(const Graph& g, Checkpoint mode) {
   std::vector<Segment> blocks;
   if (mode == Checkpoint::None) return blocks;
+  // A block is a container: some node lies in a module below it ("layer1.0.conv1" under
+  // "layer1.0"). The layers of a Sequential (mlp's net.0 Linear, net.1 ReLU) are indexed
+  // too, but checkpointing a single layer keeps its input and saves nothing.
+  std::set<std::string> containers;
+  for (const Node& n : g.nodes) {
+    const std::string b = n.dead ? "" : block_of_module(n.module);
+    if (!b.empty() && n.module.size() > b.size()) containers.insert(b);
+  }
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     if (n.dead) continue;
     const std::string b = block_of_module(n.module);
-    if (b.empty()) continue;
+    if (b.empty() || !containers.count(b)) continue;
     if (!blocks.empty() && blocks.back().module == b) {
       blocks.back().last = static_cast<int>(k);
     } else {

@@ -182,3 +182,34 @@ output out
   CHECK(kept == 2);               // iterations 0 and 1: freed in the next forward
   CHECK(kept_alive_at_end >= 1);  // iteration 2's is still held by the loss at the end
 }
+
+TEST_CASE("checkpoint blocks are indexed containers, not the layers of a Sequential") {
+  Graph seq = read_text_graph(R"(
+opset 17
+input x float32 batch,8
+param w0 float32 8,8
+param w1 float32 8,8
+node MatMul x w0 -> a @net.0
+node Relu a -> b @net.1
+node MatMul b w1 -> c @net.2
+output c
+)");
+  CHECK(checkpoint_segments(seq, Checkpoint::Blocks).empty());
+  Graph blocks = read_text_graph(R"(
+opset 17
+input x float32 batch,8
+param w0 float32 8,8
+param w1 float32 8,8
+node MatMul x w0 -> a @blocks.0.fc
+node Add a x -> b @blocks.0
+node MatMul b w1 -> c @blocks.1.fc
+node Add c b -> d @blocks.1
+output d
+)");
+  const auto segs = checkpoint_segments(blocks, Checkpoint::Blocks);
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[0].module == "blocks.0");
+  CHECK(segs[0].first == 0);
+  CHECK(segs[0].last == 1);  // the residual Add, in blocks.0 itself, belongs to the block
+  CHECK(segs[1].module == "blocks.1");
+}
