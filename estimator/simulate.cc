@@ -367,7 +367,9 @@ class Builder {
       }
       if (info->saved_extra) {
         for (const SavedExtra& x : info->saved_extra(g_, n)) {
-          saved.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
+          const bool as_out = x.output_dtype && !n.outputs.empty() && n.outputs[0] >= 0;
+          const DType d = as_out ? run_dtype_[n.outputs[0]] : x.dtype;
+          saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, k));
         }
       }
     }

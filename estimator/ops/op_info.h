@@ -87,6 +87,8 @@ struct SavedExtra {
   Expr numel;
   DType dtype;
   const char* what;
+  /// In the dtype output 0 runs in (half under autocast) rather than `dtype`.
+  bool output_dtype = false;
 };
 using ExtraFn = std::vector<SavedExtra> (*)(const Graph&, const Node&);
 

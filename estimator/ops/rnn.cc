@@ -36,8 +36,7 @@ void recurrent(ShapeContext& ctx) {
 // as _cudnn_rnn's result3. Measured on an H200 (torch 2.11, cuDNN 9.19) with
 // saved_tensors_hooks, for fp32 and fp16, one and two directions, several sizes:
 // exactly PerY times the bytes of Y, plus 256 bytes; so LSTM 5, GRU 6, RNN 1.
-// It is in the dtype the RNN runs in: the graph's, or fp16 under autocast,
-// which saved_extra cannot see yet (it then overstates the reserve twofold).
+// It is in the dtype the RNN runs in: the graph's, or fp16 under autocast.
 template <int64_t PerY>
 std::vector<SavedExtra> cudnn_reserve(const Graph& g, const Node& n) {
   const Shape* y = output_shape(g, n, 0);
@@ -45,7 +44,7 @@ std::vector<SavedExtra> cudnn_reserve(const Graph& g, const Node& n) {
   const DType t = g.tensors[n.outputs[0]].dtype;
   const int64_t size = dtype_size(t);
   if (size <= 0) return {};
-  return {{product(*y) * Expr(PerY) + Expr(256 / size), t, "cuDNN RNN reserve"}};
+  return {{product(*y) * Expr(PerY) + Expr(256 / size), t, "cuDNN RNN reserve", /*output_dtype=*/true}};
 }
 
 constexpr const char* kFamily = "rnn";
