@@ -125,6 +125,12 @@ class PeakTracker {
   PhasePeak cur_{0, Phase::Setup, 0, 0};
 };
 
+/// PyTorch's view rule for a reshape of a permuted tensor: the output's memory layout
+/// ({} when contiguous; layout[i] is the memory position of logical dim i), or nullopt
+/// when the reshape must copy.
+std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::vector<int8_t>& layout,
+                                                   const Shape& out);
+
 /// Caching-allocator rounding of one request (512-byte blocks).
 int64_t round_alloc(int64_t bytes, int64_t round = 512);
 

@@ -241,3 +241,32 @@ output y
   CHECK(reserve(Amp::None) == round_alloc(5 * 8192 * 4 + 256));  // 164096 B -> 164352
   CHECK(reserve(Amp::FP16) == round_alloc(5 * 8192 * 2 + 256));  // 82176 B -> 82432
 }
+
+TEST_CASE("a reshape of a permuted tensor is a view exactly when PyTorch's stride rule allows it") {
+  // layout[i] = memory position of logical dim i (0 outermost); {} = contiguous.
+  const Shape in{Expr(4), Expr(8), Expr(16)};
+  const std::vector<int8_t> swapped{1, 0, 2};  // memory order: dim 1, dim 0, dim 2
+  // Splitting a dim keeps a view; the new dims take their parent's place in memory.
+  auto split = reshape_layout(in, swapped, Shape{Expr(2), Expr(2), Expr(8), Expr(16)});
+  REQUIRE(split.has_value());
+  CHECK(*split == std::vector<int8_t>{1, 2, 0, 3});
+  // Merging dims 1 and 2, which are not neighbours in memory, needs a copy.
+  CHECK_FALSE(reshape_layout(in, swapped, Shape{Expr(4), Expr(128)}).has_value());
+  // Size-1 dims do not matter.
+  CHECK(reshape_layout(in, swapped, Shape{Expr(4), Expr(1), Expr(8), Expr(16)}).has_value());
+  // torch's multi-head attention: q [T, B*H, D].transpose(0, 1).view(B, H, T, D) is a view
+  // whose memory order is T, B, H, D; the batch may be symbolic.
+  const Expr b = Expr::symbol("batch");
+  const Shape bht{b * Expr(12), Expr(197), Expr(64)};
+  auto heads = reshape_layout(bht, {1, 0, 2}, Shape{b, Expr(12), Expr(197), Expr(64)});
+  REQUIRE(heads.has_value());
+  CHECK(*heads == std::vector<int8_t>{1, 2, 0, 3});
+  // Heads-major [B, H, T, D] (memory B, T, H, D) flattened to [B, H, T*D] must copy.
+  CHECK_FALSE(reshape_layout(Shape{b, Expr(12), Expr(197), Expr(64)}, {0, 2, 1, 3},
+                             Shape{b, Expr(12), Expr(197 * 64)})
+                  .has_value());
+  // ... but merging T and H in memory order, [B, T, H*D] after a transpose, is a view.
+  auto merged = reshape_layout(Shape{b, Expr(197), Expr(12), Expr(64)}, {}, Shape{b, Expr(197), Expr(768)});
+  REQUIRE(merged.has_value());
+  CHECK(merged->empty());
+}
