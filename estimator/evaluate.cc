@@ -1,0 +1,83 @@
+// Evaluating a symbolic program for concrete dims: block sizes, the peak and what is
+// alive at it, per phase.
+#include <algorithm>
+
+#include "estimator/error.h"
+#include "estimator/simulate.h"
+
+namespace memest {
+
+std::vector<int> live_blocks(const Program& p, size_t event) {
+  std::vector<bool> live(p.blocks.size(), false);
+  for (size_t e = 0; e <= event && e < p.events.size(); ++e) live[p.events[e].block] = p.events[e].kind == Event::Alloc;
+  std::vector<int> out;
+  for (size_t b = 0; b < live.size(); ++b) {
+    if (live[b]) out.push_back(static_cast<int>(b));
+  }
+  return out;
+}
+
+std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round) {
+  std::vector<int64_t> out(p.blocks.size());
+  for (size_t i = 0; i < p.blocks.size(); ++i) {
+    const Block& blk = p.blocks[i];
+    int64_t bytes = blk.bytes.eval(b);
+    if (bytes < blk.min_bytes) bytes = 0;
+    if (blk.cap_bytes > 0) bytes = std::min(bytes, blk.cap_bytes);
+    out[i] = bytes == 0 ? 0 : round_alloc(bytes, round);
+  }
+  return out;
+}
+
+void PeakTracker::at(size_t e) {
+  const Event& ev = p_.events[e];
+  if (ev.iter != cur_.iter || ev.phase != cur_.phase) {
+    cur_.end = total_;
+    r_.phases.push_back(cur_);
+    cur_ = {ev.iter, ev.phase, total_, total_};
+  }
+}
+
+void PeakTracker::alloc(size_t e, int64_t bytes) {
+  const Event& ev = p_.events[e];
+  const Block& blk = p_.blocks[ev.block];
+  total_ = checked_add(total_, bytes);
+  live_[static_cast<size_t>(blk.category)] += bytes;
+  if (total_ > r_.peak_bytes) {
+    r_.peak_bytes = total_;
+    r_.phase = ev.phase;
+    r_.iter = ev.iter;
+    r_.node = blk.node;
+    r_.event = e;
+    r_.components = live_;
+  }
+  cur_.peak = std::max(cur_.peak, total_);
+}
+
+void PeakTracker::free(size_t e, int64_t bytes) {
+  total_ -= bytes;
+  live_[static_cast<size_t>(p_.blocks[p_.events[e].block].category)] -= bytes;
+}
+
+PeakResult PeakTracker::finish() {
+  cur_.end = total_;
+  r_.phases.push_back(cur_);
+  return std::move(r_);
+}
+
+PeakResult evaluate(const Program& p, const Bindings& b, int64_t round) {
+  const std::vector<int64_t> size = block_sizes(p, b, round);
+  PeakTracker peak(p);
+  for (size_t e = 0; e < p.events.size(); ++e) {
+    peak.at(e);
+    const Event& ev = p.events[e];
+    if (ev.kind == Event::Alloc) {
+      peak.alloc(e, size[ev.block]);
+    } else {
+      peak.free(e, size[ev.block]);
+    }
+  }
+  return peak.finish();
+}
+
+}  // namespace memest
