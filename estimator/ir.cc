@@ -2,6 +2,7 @@
 #include "estimator/ir.h"
 
 #include <algorithm>
+#include <functional>
 #include <string_view>
 
 #include "estimator/error.h"
@@ -99,17 +100,30 @@ Expr Tensor::bytes() const {
   return product(*shape) * Expr(dtype_size(dtype));
 }
 
-const Attribute* Node::attr(const std::string& key) const {
-  auto it = attrs.find(key);
-  return it == attrs.end() ? nullptr : &it->second;
+const Attribute* Attrs::find(std::string_view key) const {
+  for (const auto& [k, a] : items_) {
+    if (k == key) return &a;
+  }
+  return nullptr;
 }
 
-int64_t Node::attr_int(const std::string& key, int64_t dflt) const {
+void Attrs::emplace(std::string key, Attribute a) {
+  if (!find(key)) items_.emplace_back(std::move(key), std::move(a));
+}
+
+Attribute& Attrs::operator[](std::string_view key) {
+  for (auto& [k, a] : items_) {
+    if (k == key) return a;
+  }
+  return items_.emplace_back(std::string(key), Attribute{}).second;
+}
+
+int64_t Node::attr_int(std::string_view key, int64_t dflt) const {
   const Attribute* a = attr(key);
   return a && a->kind == Attribute::Int ? a->i : dflt;
 }
 
-double Node::attr_float(const std::string& key, double dflt) const {
+double Node::attr_float(std::string_view key, double dflt) const {
   const Attribute* a = attr(key);
   if (!a) return dflt;
   if (a->kind == Attribute::Float) return a->f;
@@ -117,33 +131,80 @@ double Node::attr_float(const std::string& key, double dflt) const {
   return dflt;
 }
 
-std::string Node::attr_string(const std::string& key, const std::string& dflt) const {
+std::string Node::attr_string(std::string_view key, const std::string& dflt) const {
   const Attribute* a = attr(key);
   return a && a->kind == Attribute::String ? a->s : dflt;
 }
 
-std::vector<int64_t> Node::attr_ints(const std::string& key, std::vector<int64_t> dflt) const {
+std::vector<int64_t> Node::attr_ints(std::string_view key, std::vector<int64_t> dflt) const {
   const Attribute* a = attr(key);
   return a && a->kind == Attribute::Ints ? a->ints : dflt;
 }
 
-int Graph::tensor_id(const std::string& name) {
-  auto [it, inserted] = index_.try_emplace(name, static_cast<int>(tensors.size()));
-  if (inserted) {
-    tensors.emplace_back();
-    tensors.back().name = name;
-  }
-  return it->second;
+namespace {
+
+uint32_t name_hash(std::string_view name) {
+  const uint64_t h = std::hash<std::string_view>{}(name);
+  return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
-int Graph::find_tensor(const std::string& name) const {
-  auto it = index_.find(name);
-  return it == index_.end() ? -1 : it->second;
+}  // namespace
+
+size_t Graph::slot_of(std::string_view name, uint32_t hash) const {
+  const size_t mask = index_.size() - 1;
+  for (size_t s = hash & mask;; s = (s + 1) & mask) {
+    const Slot& slot = index_[s];
+    if (slot.id < 0 || (slot.hash == hash && tensors[slot.id].name == name)) return s;
+  }
+}
+
+void Graph::grow_index(size_t tensor_count) {
+  // At most half full, so probes stay short.
+  size_t cap = 16;
+  while (cap < 2 * tensor_count) cap *= 2;
+  if (cap <= index_.size()) return;
+  std::vector<Slot> old = std::move(index_);
+  index_.assign(cap, Slot{});
+  for (const Slot& slot : old) {
+    if (slot.id < 0) continue;
+    size_t s = slot.hash & (cap - 1);
+    while (index_[s].id >= 0) s = (s + 1) & (cap - 1);
+    index_[s] = slot;
+  }
+}
+
+int Graph::add_tensor(std::string&& name, size_t slot, uint32_t hash) {
+  const int id = static_cast<int>(tensors.size());
+  tensors.emplace_back();
+  tensors.back().name = std::move(name);
+  index_[slot] = Slot{hash, id};
+  if (2 * tensors.size() > index_.size()) grow_index(tensors.size());
+  return id;
+}
+
+int Graph::tensor_id(std::string_view name) {
+  if (index_.empty()) grow_index(tensors.size() + 1);
+  const uint32_t h = name_hash(name);
+  const size_t s = slot_of(name, h);
+  return index_[s].id >= 0 ? index_[s].id : add_tensor(std::string(name), s, h);
+}
+
+int Graph::adopt_tensor(std::string&& name) {
+  if (index_.empty()) grow_index(tensors.size() + 1);
+  const uint32_t h = name_hash(name);
+  const size_t s = slot_of(name, h);
+  return index_[s].id >= 0 ? index_[s].id : add_tensor(std::move(name), s, h);
+}
+
+int Graph::find_tensor(std::string_view name) const {
+  if (index_.empty()) return -1;
+  const Slot& slot = index_[slot_of(name, name_hash(name))];
+  return slot.id;
 }
 
 int Graph::new_tensor(const std::string& hint) {
   std::string name = hint;
-  for (int k = 1; index_.count(name); ++k) name = hint + "#" + std::to_string(k);
+  for (int k = 1; find_tensor(name) >= 0; ++k) name = hint + "#" + std::to_string(k);
   return tensor_id(name);
 }
 
@@ -166,7 +227,7 @@ void Graph::relink() {
 
 void Graph::reserve(size_t tensor_count, size_t node_count) {
   tensors.reserve(tensor_count);
-  index_.reserve(tensor_count);
+  grow_index(tensor_count);
   nodes.reserve(node_count);
 }
 

@@ -6,7 +6,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "estimator/expr.h"
@@ -45,16 +47,16 @@ using Shape = std::vector<Expr>;
 struct Tensor {
   std::string name;
   DType dtype = DType::Undefined;
+  TensorKind kind = TensorKind::Activation;
+  bool graph_output = false;
+  int producer = -1;              ///< index of the producing node, -1 for none
+  int dtype_follows = -1;         ///< an input made in another tensor's run-time dtype (mse's target)
   std::optional<Shape> shape;     ///< nullopt: not known (yet)
   std::optional<Shape> declared;  ///< shape the file declares (value_info); a fallback only
-  TensorKind kind = TensorKind::Activation;
-  int producer = -1;              ///< index of the producing node, -1 for none
   std::vector<int> consumers;     ///< node indices, one entry per use
   std::optional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)
   std::optional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
-  bool graph_output = false;
   std::string module;             ///< module path of a parameter ("layer1.0.conv1")
-  int dtype_follows = -1;         ///< an input made in another tensor's run-time dtype (mse's target)
 
   bool shape_known() const { return shape.has_value(); }
   /// numel * element size, symbolic; requires a known shape.
@@ -77,22 +79,39 @@ struct Attribute {
   std::optional<std::vector<double>> t_floats;
 };
 
+/// A node's attributes. Nodes have a handful at most, so a flat list searched in
+/// order beats a tree: one allocation per node, none per key that fits a short string.
+class Attrs {
+ public:
+  const Attribute* find(std::string_view key) const;
+  size_t count(std::string_view key) const { return find(key) ? 1 : 0; }
+  /// Adds `a` under `key` unless `key` is present (the first one wins, as with std::map).
+  void emplace(std::string key, Attribute a);
+  /// The attribute under `key`, added (empty) when absent.
+  Attribute& operator[](std::string_view key);
+  void reserve(size_t n) { items_.reserve(n); }
+  size_t size() const { return items_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, Attribute>> items_;
+};
+
 struct Node {
   std::string name;
   std::string op;                 ///< op type, e.g. "Conv"
   std::string domain;             ///< "" for ONNX's default domain
   std::vector<int> inputs;        ///< tensor ids; -1 for an omitted optional input
   std::vector<int> outputs;       ///< tensor ids; -1 for an omitted optional output
-  std::map<std::string, Attribute> attrs;
+  Attrs attrs;
   std::string module;             ///< module path, e.g. "layer1.0.conv1" ("" at top level)
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
 
-  const Attribute* attr(const std::string& key) const;
-  int64_t attr_int(const std::string& key, int64_t dflt) const;
-  double attr_float(const std::string& key, double dflt) const;
-  std::string attr_string(const std::string& key, const std::string& dflt) const;
-  std::vector<int64_t> attr_ints(const std::string& key, std::vector<int64_t> dflt = {}) const;
+  const Attribute* attr(std::string_view key) const { return attrs.find(key); }
+  int64_t attr_int(std::string_view key, int64_t dflt) const;
+  double attr_float(std::string_view key, double dflt) const;
+  std::string attr_string(std::string_view key, const std::string& dflt) const;
+  std::vector<int64_t> attr_ints(std::string_view key, std::vector<int64_t> dflt = {}) const;
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] >= 0; }
 };
 
@@ -107,9 +126,11 @@ struct Graph {
   std::vector<std::string> warnings;  ///< things assumed; shown on stderr and in JSON
 
   /// Id of the tensor with this name, creating it if absent.
-  int tensor_id(const std::string& name);
+  int tensor_id(std::string_view name);
+  /// Same, taking `name`'s storage when the tensor is new (left as is otherwise).
+  int adopt_tensor(std::string&& name);
   /// Id of the tensor with this name, or -1.
-  int find_tensor(const std::string& name) const;
+  int find_tensor(std::string_view name) const;
   /// Appends a fresh tensor with a unique name derived from `hint`.
   int new_tensor(const std::string& hint);
   /// Rebuilds producer/consumer links from the nodes (dead nodes ignored).
@@ -119,7 +140,18 @@ struct Graph {
   void warn(const std::string& what);
 
  private:
-  std::unordered_map<std::string, int> index_;
+  // Name -> id as open addressing over ids, compared against tensors[id].name: the
+  // name is stored once, a slot is 8 bytes, and a lookup allocates nothing.
+  struct Slot {
+    uint32_t hash = 0;
+    int32_t id = -1;  ///< -1: empty
+  };
+  /// The slot holding `name`, or the empty slot where it would go.
+  size_t slot_of(std::string_view name, uint32_t hash) const;
+  /// Appends a tensor named `name` whose slot is `slot`.
+  int add_tensor(std::string&& name, size_t slot, uint32_t hash);
+  void grow_index(size_t tensor_count);
+  std::vector<Slot> index_;
 };
 
 /// Module path from a legacy-exporter node name: "/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1".

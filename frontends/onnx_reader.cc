@@ -18,7 +18,6 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "estimator/error.h"
 
@@ -118,12 +117,12 @@ std::optional<std::vector<double>> read_floats(const onnx::TensorProto& t, int64
   return v;
 }
 
-Attribute lower_attribute(const onnx::AttributeProto& a, const std::string& file) {
+Attribute lower_attribute(onnx::AttributeProto& a, const std::string& file) {
   Attribute out;
   switch (a.type()) {
     case onnx::AttributeProto::INT: out.kind = Attribute::Int; out.i = a.i(); break;
     case onnx::AttributeProto::FLOAT: out.kind = Attribute::Float; out.f = a.f(); break;
-    case onnx::AttributeProto::STRING: out.kind = Attribute::String; out.s = a.s(); break;
+    case onnx::AttributeProto::STRING: out.kind = Attribute::String; out.s = std::move(*a.mutable_s()); break;
     case onnx::AttributeProto::INTS:
       out.kind = Attribute::Ints;
       out.ints.assign(a.ints().begin(), a.ints().end());
@@ -199,20 +198,21 @@ std::string module_of(const onnx::NodeProto& n) {
   return module_from_scoped_name(n.name());
 }
 
+// Names, strings and node lists are moved out of the message rather than copied:
+// the message is thrown away once lowered.
 class Lowering {
  public:
-  Lowering(Graph& g, const onnx::ModelProto& m) : g_(g), m_(m) {
+  Lowering(Graph& g, onnx::ModelProto& m) : g_(g), m_(m) {
     for (const auto& f : m.functions()) functions_[f.domain() + "::" + f.name()] = &f;
   }
 
   void run() {
-    const auto& graph = m_.graph();
+    auto& graph = *m_.mutable_graph();
     size_t tensors = static_cast<size_t>(graph.initializer_size()) + graph.input_size() + graph.output_size();
     for (const auto& n : graph.node()) tensors += n.output_size();
-    g_.reserve(tensors, static_cast<size_t>(graph.node_size()));
-    std::unordered_set<std::string_view> is_init;  // views of the model's own strings
-    is_init.reserve(static_cast<size_t>(graph.initializer_size()));
-    for (const auto& init : graph.initializer()) lower_initializer(init), is_init.insert(init.name());
+    // Room for the loss's few tensors too, so appending them moves nothing.
+    g_.reserve(tensors + 8, static_cast<size_t>(graph.node_size()) + 4);
+    for (auto& init : *graph.mutable_initializer()) lower_initializer(init);
     for (const auto& sp : graph.sparse_initializer()) {
       int id = g_.tensor_id(sp.values().name());
       Tensor& t = g_.tensors[id];
@@ -221,10 +221,11 @@ class Lowering {
       Shape s;
       for (int64_t d : sp.dims()) s.push_back(Expr(d));
       t.shape = std::move(s);
-      is_init.insert(sp.values().name());
     }
+    // Initializers (and only they) have the ids below this.
+    const int initializers = static_cast<int>(g_.tensors.size());
     for (const auto& in : graph.input()) {
-      if (is_init.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
+      if (g_.find_tensor(in.name()) >= 0 && g_.find_tensor(in.name()) < initializers) continue;  // IR < 4 lists initializers as inputs too
       int id = g_.tensor_id(in.name());
       Tensor& t = g_.tensors[id];
       t.kind = TensorKind::Input;
@@ -238,7 +239,7 @@ class Lowering {
       if (probe.shape) g_.tensors[id].declared = std::move(probe.shape);
       if (g_.tensors[id].dtype == DType::Undefined) g_.tensors[id].dtype = probe.dtype;
     }
-    for (const auto& n : graph.node()) lower_node(n, "", {}, "");
+    for (auto& n : *graph.mutable_node()) lower_node(n, "", {}, "");
     for (const auto& out : graph.output()) {
       if (out.name().empty()) continue;
       int id = g_.tensor_id(out.name());
@@ -251,11 +252,11 @@ class Lowering {
   }
 
  private:
-  void lower_initializer(const onnx::TensorProto& init) {
-    int id = g_.tensor_id(init.name());
+  void lower_initializer(onnx::TensorProto& init) {
+    int id = g_.adopt_tensor(std::move(*init.mutable_name()));
     Tensor& t = g_.tensors[id];
     t.dtype = dtype_from_onnx(init.data_type());
-    int64_t numel = checked_numel(init.dims(), g_.file, init.name());
+    int64_t numel = checked_numel(init.dims(), g_.file, t.name);
     Shape s;
     s.reserve(static_cast<size_t>(init.dims_size()));
     for (int64_t d : init.dims()) s.push_back(Expr(d));
@@ -269,7 +270,7 @@ class Lowering {
     } else {
       t.kind = TensorKind::Buffer;
     }
-    t.module = module_from_param_name(init.name());
+    t.module = module_from_param_name(t.name);
   }
 
   void lower_type(const onnx::ValueInfoProto& vi, Tensor& t, bool is_input) {
@@ -296,7 +297,7 @@ class Lowering {
   }
 
   // Lowers one node; `prefix` and `rename` serve function inlining.
-  void lower_node(const onnx::NodeProto& n, const std::string& prefix,
+  void lower_node(onnx::NodeProto& n, const std::string& prefix,
                   const std::unordered_map<std::string, std::string>& rename, const std::string& outer_module) {
     auto map_name = [&](const std::string& s) -> std::string {
       if (s.empty()) return s;
@@ -317,23 +318,23 @@ class Lowering {
       throw Error(g_.file, n.name().empty() ? n.op_type() : n.name(),
                   "op " + n.op_type() + " is in domain '" + dom + "', which memest does not know");
     }
-    Node node;
-    node.name = prefix + n.name();
-    node.op = n.op_type();
+    Node& node = g_.nodes.emplace_back();
     node.domain = dom;
     node.module = module_of(n);
     if (node.module.empty()) node.module = outer_module;
-    // Outside inlined functions (nearly always) a name is the tensor's own: no copy.
+    // Outside inlined functions (nearly always) a name is the tensor's own, and a new
+    // tensor takes it from the message.
     const bool as_is = prefix.empty() && rename.empty();
-    auto id_of = [&](const std::string& s) {
+    auto id_of = [&](std::string& s) {
       if (s.empty()) return -1;
-      return as_is ? g_.tensor_id(s) : g_.tensor_id(map_name(s));
+      return as_is ? g_.adopt_tensor(std::move(s)) : g_.tensor_id(map_name(s));
     };
     node.inputs.reserve(static_cast<size_t>(n.input_size()));
     node.outputs.reserve(static_cast<size_t>(n.output_size()));
-    for (const auto& in : n.input()) node.inputs.push_back(id_of(in));
-    for (const auto& out : n.output()) node.outputs.push_back(id_of(out));
-    for (const auto& a : n.attribute()) {
+    for (auto& in : *n.mutable_input()) node.inputs.push_back(id_of(in));
+    for (auto& out : *n.mutable_output()) node.outputs.push_back(id_of(out));
+    node.attrs.reserve(static_cast<size_t>(n.attribute_size()));
+    for (auto& a : *n.mutable_attribute()) {
       Attribute attr = lower_attribute(a, g_.file);
       if (attr.kind == Attribute::Graph) {
         g_.warn("node '" + (n.name().empty() ? n.op_type() : n.name()) + "' (" + n.op_type() +
@@ -341,7 +342,12 @@ class Lowering {
       }
       node.attrs.emplace(a.name(), std::move(attr));
     }
-    g_.nodes.push_back(std::move(node));
+    if (!prefix.empty()) {
+      node.name = prefix + n.name();
+    } else if (!n.name().empty()) {
+      node.name = std::move(*n.mutable_name());
+    }
+    node.op = std::move(*n.mutable_op_type());
   }
 
   template <typename MapName>
@@ -375,7 +381,7 @@ class Lowering {
   }
 
   Graph& g_;
-  const onnx::ModelProto& m_;
+  onnx::ModelProto& m_;
   std::unordered_map<std::string, const onnx::FunctionProto*> functions_;
   int depth_ = 0;
   int inlined_ = 0;
@@ -406,57 +412,78 @@ void classify_initializers(Graph& g) {
   }
 }
 
-}  // namespace
-
-Graph read_onnx_bytes(const std::string& bytes, const std::string& file) {
-  if (bytes.empty()) throw Error(file, "", "the file is empty, not an ONNX model");
-  // The message tree lives on an arena: parsing a large graph is then a few big
-  // allocations instead of one per node and string, and freeing it is one more.
-  google::protobuf::ArenaOptions arena_opts;
-  arena_opts.start_block_size = std::min<size_t>(std::max<size_t>(bytes.size() * 2, 4096), size_t{64} << 20);
-  arena_opts.max_block_size = size_t{64} << 20;
-  google::protobuf::Arena arena(arena_opts);
-  onnx::ModelProto& model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
-  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
-  google::protobuf::io::CodedInputStream coded(&raw);
-  coded.SetTotalBytesLimit(INT32_MAX);
-  coded.SetRecursionLimit(64);
-  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-    throw Error(file, "", "not a valid ONNX model (the protobuf is truncated or corrupt)");
-  }
-  if (!model.has_graph() || model.ir_version() <= 0) {
-    throw Error(file, "", "not an ONNX model (no graph or IR version in the protobuf)");
-  }
-  Graph g;
-  g.file = file;
-  g.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
-  for (const auto& op : model.opset_import()) {
-    if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
-  }
-  if (g.opset == 0) g.opset = model.opset_import_size() ? kMinOpset : 1;
-  if (g.opset > kMaxOpset) {
-    throw Error(file, "", "opset " + std::to_string(g.opset) + " is newer than memest supports (" +
-                              std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
-  }
-  if (g.opset < kMinOpset) {
-    g.warn("opset " + std::to_string(g.opset) + " is older than 7; shapes follow opset 7 rules");
-  }
-  Lowering(g, model).run();
-  classify_initializers(g);
-  // The TorchScript helper knows exactly which initializers are buffers and says so.
+// The names the TorchScript helper lists as buffers (it knows exactly which initializers are).
+std::vector<std::string> declared_buffers(const onnx::ModelProto& model) {
+  std::vector<std::string> names;
   for (const auto& p : model.metadata_props()) {
     if (p.key() != "memest.buffers") continue;
     size_t start = 0;
     while (start < p.value().size()) {
       size_t comma = p.value().find(',', start);
-      std::string name = p.value().substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      int id = g.find_tensor(name);
-      if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
+      names.push_back(p.value().substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
   }
+  return names;
+}
+
+// Parses and lowers `bytes`; when `owner` holds them, they are freed as soon as the
+// message is parsed, and the message as soon as it is lowered, so the file, the
+// message and the IR are never all resident at once.
+Graph read_model(std::string_view bytes, std::string* owner, const std::string& file) {
+  if (bytes.empty()) throw Error(file, "", "the file is empty, not an ONNX model");
+  Graph g;
+  g.file = file;
+  std::vector<std::string> buffers;
+  {
+    // The message tree lives on an arena: parsing a large graph is then a few big
+    // allocations instead of one per node and string, and freeing it is one more.
+    google::protobuf::ArenaOptions arena_opts;
+    arena_opts.start_block_size = std::min<size_t>(std::max<size_t>(bytes.size() * 2, 4096), size_t{64} << 20);
+    arena_opts.max_block_size = size_t{64} << 20;
+    google::protobuf::Arena arena(arena_opts);
+    onnx::ModelProto& model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+    {
+      google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+      google::protobuf::io::CodedInputStream coded(&raw);
+      coded.SetTotalBytesLimit(INT32_MAX);
+      coded.SetRecursionLimit(64);
+      if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+        throw Error(file, "", "not a valid ONNX model (the protobuf is truncated or corrupt)");
+      }
+    }
+    if (owner) std::string().swap(*owner);
+    if (!model.has_graph() || model.ir_version() <= 0) {
+      throw Error(file, "", "not an ONNX model (no graph or IR version in the protobuf)");
+    }
+    g.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
+    for (const auto& op : model.opset_import()) {
+      if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
+    }
+    if (g.opset == 0) g.opset = model.opset_import_size() ? kMinOpset : 1;
+    if (g.opset > kMaxOpset) {
+      throw Error(file, "", "opset " + std::to_string(g.opset) + " is newer than memest supports (" +
+                                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+    }
+    if (g.opset < kMinOpset) {
+      g.warn("opset " + std::to_string(g.opset) + " is older than 7; shapes follow opset 7 rules");
+    }
+    Lowering(g, model).run();
+    buffers = declared_buffers(model);
+  }
+  classify_initializers(g);
+  for (const auto& name : buffers) {
+    int id = g.find_tensor(name);
+    if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
+  }
   return g;
+}
+
+}  // namespace
+
+Graph read_onnx_bytes(const std::string& bytes, const std::string& file) {
+  return read_model(bytes, nullptr, file);
 }
 
 Graph read_onnx_file(const std::string& path) {
@@ -477,7 +504,7 @@ Graph read_onnx_file(const std::string& path) {
   bytes.resize(static_cast<size_t>(st.st_size));
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (in.bad() || static_cast<size_t>(in.gcount()) != bytes.size()) throw Error(path, "", "cannot be read");
-  return read_onnx_bytes(bytes, path);
+  return read_model(bytes, &bytes, path);
 }
 
 }  // namespace memest
