@@ -175,7 +175,27 @@ std::string node_metadata(const onnx::NodeProto& n, const std::string& key) {
   return "";
 }
 
-std::string module_of(const onnx::NodeProto& n) {
+// module_from_scoped_name() for a run of nodes: the path depends only on the name up
+// to its last '/', which consecutive nodes of one module share.
+class ScopeCache {
+ public:
+  const std::string& module(const std::string& node_name) {
+    const size_t slash = node_name.rfind('/');
+    const std::string_view scope = std::string_view(node_name).substr(0, slash == std::string::npos ? 0 : slash + 1);
+    if (!valid_ || scope != scope_) {
+      scope_.assign(scope);
+      module_ = module_from_scoped_name(node_name);
+      valid_ = true;
+    }
+    return module_;
+  }
+
+ private:
+  bool valid_ = false;
+  std::string scope_, module_;
+};
+
+std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -195,7 +215,7 @@ std::string module_of(const onnx::NodeProto& n) {
     }
     return module;
   }
-  return module_from_scoped_name(n.name());
+  return scopes.module(n.name());
 }
 
 // Names, strings and node lists are moved out of the message rather than copied:
@@ -320,7 +340,7 @@ class Lowering {
     }
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
-    node.module = module_of(n);
+    node.module = module_of(n, scopes_);
     if (node.module.empty()) node.module = outer_module;
     // Outside inlined functions (nearly always) a name is the tensor's own, and a new
     // tensor takes it from the message.
@@ -331,8 +351,18 @@ class Lowering {
     };
     node.inputs.reserve(static_cast<size_t>(n.input_size()));
     node.outputs.reserve(static_cast<size_t>(n.output_size()));
-    for (auto& in : *n.mutable_input()) node.inputs.push_back(id_of(in));
-    for (auto& out : *n.mutable_output()) node.outputs.push_back(id_of(out));
+    // Links as Graph::relink() makes them, built while each tensor is at hand.
+    const int index = static_cast<int>(g_.nodes.size()) - 1;
+    for (auto& in : *n.mutable_input()) {
+      const int id = id_of(in);
+      node.inputs.push_back(id);
+      if (id >= 0) g_.tensors[id].consumers.push_back(index);
+    }
+    for (auto& out : *n.mutable_output()) {
+      const int id = id_of(out);
+      node.outputs.push_back(id);
+      if (id >= 0) g_.tensors[id].producer = index;
+    }
     node.attrs.reserve(static_cast<size_t>(n.attribute_size()));
     for (auto& a : *n.mutable_attribute()) {
       Attribute attr = lower_attribute(a, g_.file);
@@ -361,7 +391,7 @@ class Lowering {
       rename[f.output(i)] = map_name(call.output(i));
     }
     // Attribute references inside a function are resolved from the call site.
-    std::string module = module_of(call);
+    std::string module = module_of(call, scopes_);
     if (module.empty()) module = outer_module;
     for (const auto& fn : f.node()) {
       onnx::NodeProto copy = fn;
@@ -383,14 +413,15 @@ class Lowering {
   Graph& g_;
   onnx::ModelProto& m_;
   std::unordered_map<std::string, const onnx::FunctionProto*> functions_;
+  ScopeCache scopes_;
   int depth_ = 0;
   int inlined_ = 0;
 };
 
 // Floating initializers are parameters unless they are BatchNorm running
 // statistics (buffers) or scalar literals the exporter lifted (constants).
+// The links are the reader's (no node is dead yet).
 void classify_initializers(Graph& g) {
-  g.relink();
   for (auto& t : g.tensors) {
     if (t.kind != TensorKind::Parameter) continue;
     bool stats = t.name.find("running_mean") != std::string::npos ||
