@@ -10,7 +10,8 @@ struct FuseOptions {
   bool attention = true;  ///< MatMul-Softmax-MatMul as scaled_dot_product_attention
 };
 
-/// Runs after infer_shapes. Rewrites: MatMul(+Transpose of a weight)+Add(bias) -> Linear;
+/// Runs after infer_shapes, on the links verify_and_sort() made (the shape pass keeps
+/// them), and leaves them as Graph::relink() would. Rewrites: MatMul(+Transpose of a weight)+Add(bias) -> Linear;
 /// the attention pattern -> Attention; the erf GELU -> Gelu; x*sigmoid(x) -> Silu.
 /// Returns how many patterns were rewritten.
 int fuse_patterns(Graph& g, const FuseOptions& opts = {});

@@ -20,6 +20,10 @@ int add_node(Graph& g, const std::string& op, const std::string& domain, std::ve
   g.tensors[out].dtype = out_dtype;
   g.tensors[out].shape = std::move(out_shape);
   n.outputs = {out};
+  // Linked as Graph::relink() would: the new node comes after every other.
+  const int index = static_cast<int>(g.nodes.size());
+  for (int in : n.inputs) g.tensors[in].consumers.push_back(index);
+  g.tensors[out].producer = index;
   g.nodes.push_back(std::move(n));
   return out;
 }
@@ -64,7 +68,6 @@ void append_loss(Graph& g, Loss loss) {
     loss_t = add_node(g, "SumLoss", "memest", {out}, DType::F32, {}, "sum");
   }
   g.tensors[loss_t].graph_output = true;
-  g.relink();
 }
 
 }  // namespace memest
