@@ -116,7 +116,6 @@ class Fuser {
     const Node& n = g_.nodes[k];
     for (int in : n.inputs) {
       if (in < 0) continue;
-      touched_.push_back(in);
       --uses_[in];
       use_sum_[in] -= k;
     }
@@ -128,7 +127,6 @@ class Fuser {
     const Node& n = g_.nodes[k];
     for (int in : n.inputs) {
       if (in < 0) continue;
-      touched_.push_back(in);
       ++uses_[in];
       use_sum_[in] += k;
       added_[in].push_back(k);
@@ -136,18 +134,6 @@ class Fuser {
     for (int out : n.outputs) {
       if (out >= 0) g_.tensors[out].producer = k;
     }
-  }
-  // Leaves the links as Graph::relink() would. Only the tensors a rewrite read
-  // have new consumer lists; producers were kept up to date by unlink() and link()
-  // (with one producer per tensor; otherwise every rewrite relinked).
-  void finish() {
-    if (count_ == 0 || relink_each_time_) return;
-    std::sort(touched_.begin(), touched_.end());
-    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
-    std::vector<std::vector<int>> lists;
-    lists.reserve(touched_.size());
-    for (int t : touched_) lists.push_back(consumers(t));
-    for (size_t i = 0; i < touched_.size(); ++i) g_.tensors[touched_[i]].consumers = std::move(lists[i]);
   }
   void relink_all() {
     g_.relink();
@@ -362,7 +348,6 @@ class Fuser {
   std::vector<int> uses_;         // live uses of each tensor
   std::vector<int64_t> use_sum_;  // sum of the indices of the nodes using it
   std::unordered_map<int, std::vector<int>> added_;  // tensor -> fused nodes made since that read it
-  std::vector<int> touched_;      // tensors read by a node a rewrite removed or made
   bool relink_each_time_ = false;
 };
 
@@ -376,7 +361,10 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     for (size_t k = 0; k < g.nodes.size(); ++k) f.attention(static_cast<int>(k));
   }
   for (size_t k = 0; k < g.nodes.size(); ++k) f.linear(static_cast<int>(k));
-  f.finish();
+  // Consumer lists as Graph::relink() builds them (untouched when nothing was fused;
+  // already current when every rewrite relinked). A full relink is a tight loop,
+  // cheaper than rebuilding the lists of the tensors rewrites read one by one.
+  if (f.count_ > 0 && !f.relink_each_time_) g.relink();
   return f.count_;
 }
 
