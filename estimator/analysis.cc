@@ -177,9 +177,10 @@ Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_
   try {
     // max_memory_allocated counts the blocks the caching allocator hands out, and a
     // reused cached block that is not split is counted whole: replay the allocator.
-    const AllocatorResult r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round);
-    e.peak = r.peak;
+    AllocatorResult r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round);
+    e.peak = std::move(r.peak);
     e.reserved_bytes = r.peak_reserved;
+    e.granted = std::move(r.granted);
     e.requested_peak = evaluate(a.program, e.bindings, a.train.target->alloc_round).peak_bytes;
   } catch (const Error& err) {
     throw err.in_file(a.graph.file);
@@ -190,6 +191,7 @@ Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_
 bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
   const Bindings b = bind_dims(a, batch, free_value);
   try {
+    if (committed_peak(a.program, b, a.train.target->alloc_round) > budget) return false;
     const AllocatorResult capped = replay_allocator(a.program, b, a.train.target->alloc_round, budget);
     if (capped.out_of_memory) return false;
     // Until the cap makes it empty its cache, the capped allocator does what the

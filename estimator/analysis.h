@@ -54,6 +54,9 @@ struct Estimate {
   int64_t reserved_bytes = 0;
   int64_t requested_peak = 0;  ///< peak of the requests alone (512-byte rounded), before block reuse
   Bindings bindings;
+  /// Bytes the (uncapped) caching allocator handed out for each block of the program:
+  /// what reports and timelines count, so they need no second replay.
+  std::vector<int64_t> granted;
 };
 
 Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);

@@ -46,10 +46,38 @@ struct EffectiveInput {
   bool cast = false;
 };
 
+// What the program's loops ask of a tensor, packed: a graph Tensor is a few hundred
+// bytes, and reading a field of it was a cache miss per visit (a third of the time).
+struct TensorFacts {
+  int producer = -1;
+  int uses = 0;  ///< consumer entries, one per consuming input
+  TensorKind kind = TensorKind::Activation;
+  bool on_gpu = false;  ///< tensors whose contents are known are shape arithmetic, done on the host
+  bool graph_output = false;
+};
+
 class Builder {
  public:
   Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
     const size_t nt = g.tensors.size(), nn = g.nodes.size();
+    facts_.resize(nt);
+    for (size_t t = 0; t < nt; ++t) {
+      const Tensor& ten = g.tensors[t];
+      facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
+                   !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output};
+      if (ten.graph_output && ten.producer >= 0 && g.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
+    }
+    dead_.resize(nn);
+    loss_node_.resize(nn);
+    for (size_t k = 0; k < nn; ++k) {
+      dead_[k] = g.nodes[k].dead;
+      loss_node_[k] = g.nodes[k].domain == "memest" && g.nodes[k].module == "loss";
+    }
+    // About 7 blocks and 12 events per node over three iterations; growing there
+    // copies them several times over.
+    prog_.blocks.reserve(nn * 8);
+    prog_.events.reserve(nn * 14);
+    refs_.reserve(nn * 8);
     block_of_.assign(nt, -1);
     run_dtype_.assign(nt, DType::Undefined);
     requires_grad_.assign(nt, false);
@@ -74,13 +102,14 @@ class Builder {
     }
     seg_inputs_.resize(segments_.size());
     seg_held_.resize(segments_.size());
+    if (!segments_.empty()) spare_cache_.assign(nt, -1);
+    std::vector<int> seen(segments_.empty() ? 0 : nt, -1);  // the last segment that saw each tensor
     for (size_t s = 0; s < segments_.size(); ++s) {
       // checkpoint() keeps its arguments: the activations that flow into the block.
-      std::vector<bool> seen(nt, false);
       for (int k = segments_[s].first; k <= segments_[s].last; ++k) {
         for (int t : g.nodes[k].inputs) {
-          if (t < 0 || seen[t]) continue;
-          seen[t] = true;
+          if (t < 0 || seen[t] == static_cast<int>(s)) continue;
+          seen[t] = static_cast<int>(s);
           const int p = g.tensors[t].producer;
           if (p >= 0 && segment_of_[p] != static_cast<int>(s)) seg_inputs_[s].push_back(t);
         }
@@ -133,10 +162,9 @@ class Builder {
     if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
   }
   Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
-  bool on_gpu(int t) const {
-    // Tensors whose contents are known are shape arithmetic: PyTorch does it on the host.
-    const Tensor& ten = g_.tensors[t];
-    return !ten.value && dtype_size(ten.dtype) > 0;
+  bool on_gpu(int t) const { return facts_[t].on_gpu; }
+  void ref(int b, int times) {
+    if (b >= 0) refs_[b] += times;
   }
 
   // ---- setup: model.cuda(), optimizer, x and y ----------------------------------
@@ -185,9 +213,8 @@ class Builder {
   void forward() {
     bool released_prev_out = false;
     for (size_t k = 0; k < g_.nodes.size(); ++k) {
-      const Node& n = g_.nodes[k];
-      if (n.dead) continue;
-      if (!released_prev_out && n.domain == "memest" && n.module == "loss") {
+      if (dead_[k]) continue;
+      if (!released_prev_out && loss_node_[k]) {
         // `out = model(x)` rebinds: the previous iteration's output goes now.
         for (int b : prev_out_) unref(b);
         prev_out_.clear();
@@ -211,6 +238,7 @@ class Builder {
       if (b >= 0) unref(b);
       b = -1;
     }
+    cached_.clear();
     for (int b : prev_loss_) unref(b);
     prev_loss_.clear();
     prev_out_.swap(cur_out_);
@@ -242,9 +270,12 @@ class Builder {
         if (want != DType::Undefined) {
           e.dtype = want;
           e.cast = true;
-          if (g_.tensors[t].kind == TensorKind::Parameter) {
+          if (facts_[t].kind == TensorKind::Parameter) {
             // Autocast caches the low-precision copy of a leaf weight until the region ends.
-            if (cache_[t] < 0) cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
+            if (cache_[t] < 0) {
+              cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
+              cached_.push_back(t);
+            }
             e.block = cache_[t];
           } else {
             e.block = alloc(bytes_of(t, want), Category::Activations, k);
@@ -284,6 +315,7 @@ class Builder {
       int o = n.outputs[j];
       if (o < 0 || !on_gpu(o)) continue;
       const Tensor& ot = g_.tensors[o];
+      const TensorFacts& of = facts_[o];
       DType d = ot.dtype;
       if (is_floating(d)) {
         switch (policy) {
@@ -310,18 +342,22 @@ class Builder {
       if (view) {
         out_blocks[j] = eff[0].block;
         ref(out_blocks[j]);
-      } else if (j > 0 && ot.consumers.empty() && !ot.graph_output) {
+      } else if (j > 0 && of.uses == 0 && !of.graph_output) {
         continue;  // an optional output nobody reads (BatchNorm's running stats, Dropout's mask)
       } else {
         out_blocks[j] = alloc(bytes_of(o, d), Category::Activations, k);
       }
       block_of_[o] = out_blocks[j];
-      for (int c : ot.consumers) {
-        if (!recompute || segment_of_[c] == seg) ref(out_blocks[j]);
+      if (!recompute) {
+        ref(out_blocks[j], of.uses);
+      } else {
+        for (int c : ot.consumers) {
+          if (segment_of_[c] == seg) ref(out_blocks[j]);
+        }
       }
-      if (ot.graph_output && !recompute) {
+      if (of.graph_output && !recompute) {
         ref(out_blocks[j]);
-        auto& holder = n.module == "loss" && n.domain == "memest" ? cur_loss_ : cur_out_;
+        auto& holder = loss_node_[k] ? cur_loss_ : cur_out_;
         holder.push_back(out_blocks[j]);
         if (j == 0 && info && info->output_keeps) {
           for (const SavedExtra& x : info->output_keeps(g_, n)) {
@@ -385,9 +421,9 @@ class Builder {
     // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const int t = n.inputs[i];
-      if (t < 0 || g_.tensors[t].producer < 0) continue;
+      if (t < 0 || facts_[t].producer < 0) continue;
       // In a recompute, inputs from outside the segment are held by checkpoint, not by uses.
-      if (recompute && segment_of_[g_.tensors[t].producer] != seg) continue;
+      if (recompute && segment_of_[facts_[t].producer] != seg) continue;
       unref(block_of_[t]);
     }
     for (int b : temps) unref(b);
@@ -440,8 +476,7 @@ class Builder {
 
   // ---- backward ------------------------------------------------------------------
   void accumulate(int t, int g) {
-    const Tensor& ten = g_.tensors[t];
-    if (ten.kind == TensorKind::Parameter) {
+    if (facts_[t].kind == TensorKind::Parameter) {
       // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
       // (A slot per tensor, not a search of param_grads_: that was quadratic in parameters.)
       if (grad_slot_[t] < 0) {
@@ -467,11 +502,7 @@ class Builder {
 
   void backward() {
     // loss.backward() (or scaler.scale(loss).backward()) seeds a ones-like gradient.
-    int seed_t = -1;
-    for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      const Tensor& ten = g_.tensors[t];
-      if (ten.graph_output && ten.producer >= 0 && g_.nodes[ten.producer].module == "loss") seed_t = static_cast<int>(t);
-    }
+    const int seed_t = seed_;
     if (seed_t >= 0 && requires_grad_[seed_t]) {
       if (cfg_.amp == Amp::FP16) {
         int scaled = alloc(Expr(4), Category::Temporaries, -1);  // loss * scale
@@ -482,8 +513,8 @@ class Builder {
       }
     }
     for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
+      if (dead_[k]) continue;
       const Node& n = g_.nodes[k];
-      if (n.dead) continue;
       if (!node_rg_[k]) {
         release_saved(k);
         continue;
@@ -500,7 +531,7 @@ class Builder {
       }
       release_saved(k);
       for (const CastBack& c : cast_backs_) {
-        const bool param = g_.tensors[c.tensor].kind == TensorKind::Parameter;
+        const bool param = facts_[c.tensor].kind == TensorKind::Parameter;
         int back = alloc(bytes_of(c.tensor, run_dtype_[c.tensor]), param ? Category::Gradients : Category::Temporaries,
                          c.node);
         unref(c.grad);
@@ -519,15 +550,21 @@ class Builder {
   // the saved tensors that hold them.
   void recompute_segment(int seg) {
     recomputed_[seg] = true;
-    std::vector<int> outer_cache = cache_;
-    std::fill(cache_.begin(), cache_.end(), -1);
+    // A cache of its own, empty (spare_cache_ is all -1 between recomputes); the
+    // outer one is kept aside. Swaps and the list of what was cached, not copies of
+    // a per-tensor vector per segment.
+    std::swap(cache_, spare_cache_);
+    cached_.clear();
     for (int j = segments_[seg].first; j <= segments_[seg].last; ++j) {
-      if (!g_.nodes[j].dead) forward_node(j, /*recompute=*/true);
+      if (!dead_[j]) forward_node(j, /*recompute=*/true);
     }
-    for (int& b : cache_) {
-      if (b >= 0) unref(b);
+    std::sort(cached_.begin(), cached_.end());  // released in tensor order
+    for (int t : cached_) {
+      unref(cache_[t]);
+      cache_[t] = -1;
     }
-    cache_ = outer_cache;
+    cached_.clear();
+    std::swap(cache_, spare_cache_);
   }
 
   void release_saved(int k) {
@@ -579,7 +616,7 @@ class Builder {
       if (t < 0 || !requires_grad_[t]) continue;
       char letter = info ? info->grad_of(i) : 'A';
       if (letter == 'N') continue;
-      const bool param = g_.tensors[t].kind == TensorKind::Parameter;
+      const bool param = facts_[t].kind == TensorKind::Parameter;
       const DType d = eff[i].dtype;
       int gblock;
       if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
@@ -650,6 +687,9 @@ class Builder {
 
   const Graph& g_;
   const TrainConfig& cfg_;
+  std::vector<TensorFacts> facts_;
+  std::vector<bool> dead_, loss_node_;
+  int seed_ = -1;  ///< the loss: backward starts from its gradient
   Program prog_;
   Phase phase_ = Phase::Setup;
   uint8_t iter_ = 0;
@@ -661,6 +701,8 @@ class Builder {
   // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
   std::vector<std::vector<int8_t>> layout_;
   std::vector<int> grad_, cache_;
+  std::vector<int> spare_cache_;  // a recompute's autocast cache (checkpoint)
+  std::vector<int> cached_;       // tensors cached since the last recompute began
   std::vector<Expr> numel_;
   std::vector<std::vector<EffectiveInput>> eff_;
   std::vector<int> params_;
