@@ -224,15 +224,17 @@ class Model {
 
 }  // namespace
 
-AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round, std::optional<int64_t> limit) {
+AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round, std::optional<int64_t> limit,
+                                 bool locate) {
   const std::vector<int64_t> size = block_sizes(p, b, round);
   Model m(limit);
   std::vector<int> where(p.blocks.size(), -1);
   std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
   AllocatorResult r;
   PeakTracker peak(p);
+  int64_t total = 0, top = 0;  // allocated bytes, for a replay that does not locate its peak
   for (size_t e = 0; e < p.events.size(); ++e) {
-    peak.at(e);
+    if (locate) peak.at(e);
     const Event& ev = p.events[e];
     const Block& blk = p.blocks[ev.block];
     if (ev.kind == Event::Alloc) {
@@ -246,14 +248,27 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
       }
       where[ev.block] = b;
       got[ev.block] = m.block_size(b);
-      peak.alloc(e, got[ev.block]);
+      if (locate) {
+        peak.alloc(e, got[ev.block]);
+      } else {
+        total = checked_add(total, got[ev.block]);
+        top = std::max(top, total);
+      }
     } else if (where[ev.block] >= 0) {
       m.free(where[ev.block]);
       where[ev.block] = -1;
-      peak.free(e, got[ev.block]);
+      if (locate) {
+        peak.free(e, got[ev.block]);
+      } else {
+        total -= got[ev.block];
+      }
     }
   }
-  r.peak = peak.finish();
+  if (locate) {
+    r.peak = peak.finish();
+  } else {
+    r.peak.peak_bytes = top;
+  }
   r.peak_reserved = m.peak_reserved();
   r.released_cache = m.released_cache();
   r.peak_allocated = m.peak_allocated();

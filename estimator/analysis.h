@@ -61,6 +61,11 @@ struct Estimate {
 
 Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);
 
+struct AllocatorResult;
+/// estimate() from a replay already made under `b` (bind_dims's): an uncapped one, or
+/// a capped one that never released its cache, which until then is the same replay.
+Estimate estimate(const Analysis& a, int64_t batch, Bindings b, AllocatorResult&& replay);
+
 /// The dims estimate() evaluates under: the batch, the --dim values, the free dim.
 /// Throws Error for a batch below 1.
 Bindings bind_dims(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);
