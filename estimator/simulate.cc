@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
@@ -69,6 +70,17 @@ class Builder {
     }
     dead_.resize(nn);
     loss_node_.resize(nn);
+    info_.resize(nn);
+    io_at_.resize(2 * nn + 1);
+    for (size_t k = 0; k < nn; ++k) {
+      const Node& n = g.nodes[k];
+      info_[k] = n.info;
+      io_at_[2 * k] = static_cast<uint32_t>(io_.size());
+      io_.insert(io_.end(), n.inputs.begin(), n.inputs.end());
+      io_at_[2 * k + 1] = static_cast<uint32_t>(io_.size());
+      io_.insert(io_.end(), n.outputs.begin(), n.outputs.end());
+    }
+    io_at_[2 * nn] = static_cast<uint32_t>(io_.size());
     for (size_t k = 0; k < nn; ++k) {
       dead_[k] = g.nodes[k].dead;
       loss_node_[k] = g.nodes[k].domain == "memest" && g.nodes[k].module == "loss";
@@ -163,6 +175,9 @@ class Builder {
   }
   Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
   bool on_gpu(int t) const { return facts_[t].on_gpu; }
+  std::span<const int> inputs(int k) const { return span(io_at_[2 * k], io_at_[2 * k + 1]); }
+  std::span<const int> outputs(int k) const { return span(io_at_[2 * k + 1], io_at_[2 * k + 2]); }
+  std::span<const int> span(uint32_t from, uint32_t to) const { return {io_.data() + from, io_.data() + to}; }
   void ref(int b, int times) {
     if (b >= 0) refs_[b] += times;
   }
@@ -248,7 +263,8 @@ class Builder {
   // `recompute`: checkpoint's second forward of a segment, during backward.
   void forward_node(int k, bool recompute = false) {
     const Node& n = g_.nodes[k];
-    const OpInfo* info = n.info;
+    const OpInfo* info = info_[k];
+    const std::span<const int> ins = inputs(k), outs = outputs(k);
     const bool amp = cfg_.amp != Amp::None;
     const int seg = segment_of_[k];
     // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
@@ -257,10 +273,10 @@ class Builder {
 
     // Inputs as the op sees them: autocast may cast them first.
     std::vector<EffectiveInput>& eff = eff_[k];
-    eff.assign(n.inputs.size(), {});
+    eff.assign(ins.size(), {});
     std::vector<int> temps;  // cast copies owned by this call
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      int t = n.inputs[i];
+    for (size_t i = 0; i < ins.size(); ++i) {
+      int t = ins[i];
       if (t < 0) continue;
       EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
       if (amp && is_floating(e.dtype) && on_gpu(t)) {
@@ -289,11 +305,11 @@ class Builder {
     // Does autograd record this node?
     bool rg = false;
     if (info && std::strlen(info->grads) > 0) {
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (n.inputs[i] >= 0 && requires_grad_[n.inputs[i]] && info->grad_of(i) != 'N') rg = true;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        if (ins[i] >= 0 && requires_grad_[ins[i]] && info->grad_of(i) != 'N') rg = true;
       }
     } else if (!info) {
-      for (int t : n.inputs) rg |= t >= 0 && requires_grad_[t];
+      for (int t : ins) rg |= t >= 0 && requires_grad_[t];
     }
     node_rg_[k] = rg;
 
@@ -310,9 +326,9 @@ class Builder {
       }
     }
     // Outputs.
-    std::vector<int> out_blocks(n.outputs.size(), -1);
-    for (size_t j = 0; j < n.outputs.size(); ++j) {
-      int o = n.outputs[j];
+    std::vector<int> out_blocks(outs.size(), -1);
+    for (size_t j = 0; j < outs.size(); ++j) {
+      int o = outs[j];
       if (o < 0 || !on_gpu(o)) continue;
       const Tensor& ot = g_.tensors[o];
       const TensorFacts& of = facts_[o];
@@ -376,7 +392,7 @@ class Builder {
         alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
       }
       // (A strided input sends F.linear down matmul + add instead: no epilogue.)
-      if (!cublaslt_ && n.has_input(2) && !copied) {
+      if (!cublaslt_ && ins.size() > 2 && ins[2] >= 0 && !copied) {
         cublaslt_ = true;
         alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
       }
@@ -406,8 +422,8 @@ class Builder {
       }
       if (info->saved_extra) {
         for (const SavedExtra& x : info->saved_extra(g_, n)) {
-          const bool as_out = x.output_dtype && !n.outputs.empty() && n.outputs[0] >= 0;
-          const DType d = as_out ? run_dtype_[n.outputs[0]] : x.dtype;
+          const bool as_out = x.output_dtype && !outs.empty() && outs[0] >= 0;
+          const DType d = as_out ? run_dtype_[outs[0]] : x.dtype;
           saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, k));
         }
       }
@@ -419,8 +435,8 @@ class Builder {
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
     // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const int t = n.inputs[i];
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const int t = ins[i];
       if (t < 0 || facts_[t].producer < 0) continue;
       // In a recompute, inputs from outside the segment are held by checkpoint, not by uses.
       if (recompute && segment_of_[facts_[t].producer] != seg) continue;
@@ -520,7 +536,7 @@ class Builder {
         continue;
       }
       bool have = false;
-      for (int o : n.outputs) have |= o >= 0 && grad_[o] >= 0;
+      for (int o : outputs(k)) have |= o >= 0 && grad_[o] >= 0;
       const int seg = segment_of_[k];
       if (have && seg >= 0 && !recomputed_[seg]) recompute_segment(seg);
       if (have) backward_node(k);
@@ -599,7 +615,8 @@ class Builder {
 
   void backward_node(int k) {
     const Node& n = g_.nodes[k];
-    const OpInfo* info = n.info;
+    const OpInfo* info = info_[k];
+    const std::span<const int> ins = inputs(k), outs = outputs(k);
     const auto& eff = eff_[k];
     // Backward runs on autograd's device thread, whose cuBLAS handle has its own
     // workspace, created by the first cuBLAS call there: after that call's output (GPU
@@ -610,9 +627,9 @@ class Builder {
         alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
       }
     };
-    const int out0 = n.outputs.empty() ? -1 : n.outputs[0];
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      int t = n.inputs[i];
+    const int out0 = outs.empty() ? -1 : outs[0];
+    for (size_t i = 0; i < ins.size(); ++i) {
+      int t = ins[i];
       if (t < 0 || !requires_grad_[t]) continue;
       char letter = info ? info->grad_of(i) : 'A';
       if (letter == 'N') continue;
@@ -641,7 +658,7 @@ class Builder {
       Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
       if (!ws.is_zero()) unref(workspace(std::move(ws), k));
     }
-    for (int o : n.outputs) {
+    for (int o : outs) {
       if (o >= 0 && grad_[o] >= 0) {
         unref(grad_[o]);
         grad_[o] = -1;
@@ -689,6 +706,11 @@ class Builder {
   const TrainConfig& cfg_;
   std::vector<TensorFacts> facts_;
   std::vector<bool> dead_, loss_node_;
+  // Each node's input tensors then its output tensors, packed like facts_: node k's
+  // inputs are io_[io_at_[2k], io_at_[2k+1]), its outputs run to io_at_[2k+2].
+  std::vector<int> io_;
+  std::vector<uint32_t> io_at_;
+  std::vector<const OpInfo*> info_;
   int seed_ = -1;  ///< the loss: backward starts from its gradient
   Program prog_;
   Phase phase_ = Phase::Setup;
