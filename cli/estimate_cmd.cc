@@ -33,7 +33,7 @@ std::function<int()> setup_estimate(CLI::App& app) {
       });
   return [o]() {
     const auto t0 = std::chrono::steady_clock::now();
-    Analysis a = load_and_analyze(o->common);
+    const Analysis& a = load_and_analyze(o->common);
     Estimate e = estimate(a, o->common.batch);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (o->common.json) {

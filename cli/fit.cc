@@ -24,13 +24,17 @@ void add_budget_options(CLI::App& app, BudgetOptions& b) {
 
 bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out) {
   if (!out) return fits_budget(a, batch, budget, free_value);  // a search probe: one replay, same answer
-  Estimate e = estimate(a, batch, free_value);
-  auto r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round, budget);
-  const bool ok = !r.out_of_memory && e.peak.peak_bytes <= budget;
+  Bindings b = bind_dims(a, batch, free_value);
+  AllocatorResult r = replay_allocator(a.program, b, a.train.target->alloc_round, budget);
+  const bool oom = r.out_of_memory;
+  const int64_t capped_reserved = r.peak_reserved;
+  // Until the cap makes it release its cache, the capped replay is the uncapped one.
+  Estimate e = oom || r.released_cache ? estimate(a, batch, free_value) : estimate(a, batch, std::move(b), std::move(r));
+  const bool ok = !oom && e.peak.peak_bytes <= budget;
   // What is reported is what the job would reserve under this budget: the capped
   // allocator gives cached segments back rather than grow past the cap. When it does
   // not fit, the uncapped figure says how much it would need.
-  if (ok) e.reserved_bytes = r.peak_reserved;
+  if (ok) e.reserved_bytes = capped_reserved;
   *out = e;
   return ok;
 }

@@ -1,5 +1,6 @@
 // memest's entry point: picks the subcommand, and is the only place that turns
 // an Error into a message and an exit status.
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -73,7 +74,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return run();
+    const int rc = run();
+    // Out without destructors: the analysis of a large graph would be freed node by
+    // node for nothing (load_and_analyze keeps it for this).
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(rc);
   } catch (const memest::Error& e) {
     std::cerr << "memest: " << e.what() << "\n";
     return 2;

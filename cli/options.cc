@@ -1,6 +1,9 @@
 // Shared option parsing and the load -> analyze step.
 #include "cli/options.h"
 
+#include <memory>
+#include <vector>
+
 #include "estimator/error.h"
 #include "frontends/load.h"
 
@@ -70,10 +73,12 @@ Graph load_graph(const CommonOptions& o) {
   return load_model(o.model, specs);
 }
 
-Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim) {
+const Analysis& load_and_analyze(const CommonOptions& o, const std::string& free_dim) {
   // Options first: a bad --dim is reported before the model is read.
   AnalysisOptions ao = analysis_options(o, free_dim);
-  return analyze(load_graph(o), ao);
+  static std::vector<std::unique_ptr<Analysis>> kept;  // never destroyed: see main()
+  kept.push_back(std::make_unique<Analysis>(analyze(load_graph(o), ao)));
+  return *kept.back();
 }
 
 std::vector<std::string> normalize_args(int argc, char** argv) {

@@ -33,7 +33,9 @@ AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free
 /// Reads the model file (advise analyses one graph under several configurations).
 Graph load_graph(const CommonOptions& o);
 /// Loads the model and runs the analysis for these options. Throws Error.
-Analysis load_and_analyze(const CommonOptions& o, const std::string& free_dim = "");
+/// The analysis lives until the process ends: main() ends with _Exit, because tearing
+/// a large graph down node by node takes a tenth of a whole run.
+const Analysis& load_and_analyze(const CommonOptions& o, const std::string& free_dim = "");
 
 /// argv with `--amp` given no value rewritten to `--amp=fp16`.
 std::vector<std::string> normalize_args(int argc, char** argv);

@@ -125,6 +125,7 @@ std::string config_line(const Analysis& a, int64_t batch) {
 }
 
 std::vector<int64_t> allocated_sizes(const Analysis& a, const Estimate& e) {
+  if (e.granted.size() == a.program.blocks.size()) return e.granted;
   return replay_allocator(a.program, e.bindings, a.train.target->alloc_round).granted;
 }
 

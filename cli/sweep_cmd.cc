@@ -27,13 +27,14 @@ std::function<int()> setup_sweep(CLI::App& app) {
     const int64_t budget = o->budget.bytes();
     const bool by_dim = !o->sweep_dim.empty();
     const std::string what = by_dim ? o->sweep_dim : "batch";
-    Analysis a;
+    const Analysis* analysis = nullptr;
     int64_t lo = 0;
     Estimate best;
     {
       Progress progress("sweep");  // erased before the answer prints
       progress.update("analysing " + o->common.model);
-      a = load_and_analyze(o->common, o->sweep_dim);
+      analysis = &load_and_analyze(o->common, o->sweep_dim);
+      const Analysis& a = *analysis;
       auto try_value = [&](int64_t v, Estimate* e) {
         return by_dim ? fits(a, o->common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
       };
@@ -46,6 +47,7 @@ std::function<int()> setup_sweep(CLI::App& app) {
           o->max);
       if (lo > 0) try_value(lo, &best);
     }
+    const Analysis& a = *analysis;
     if (o->common.json) {
       nlohmann::json j;
       j["model"] = a.graph.file;
@@ -82,7 +84,7 @@ std::function<int()> setup_check(CLI::App& app) {
   app.get_option("--batch")->required();
   return [o]() {
     const int64_t budget = o->budget.bytes();
-    Analysis a = load_and_analyze(o->common);
+    const Analysis& a = load_and_analyze(o->common);
     Estimate e;
     const bool ok = fits(a, o->common.batch, budget, std::nullopt, &e);
     const int64_t headroom = budget - e.reserved_bytes;

@@ -7,6 +7,7 @@
 #include "estimator/allocator.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 namespace memest {
@@ -19,100 +20,89 @@ constexpr int64_t kMinLargeAlloc = 10 << 20;
 constexpr int64_t kRoundLarge = 2 << 20;
 
 // Free blocks ordered by (size, id), as the allocator's BlockComparator orders
-// them (the id standing in for the address). A replay does a best-fit lookup,
-// an erase and an insert per event, over pools of thousands of blocks: sorted
-// runs of at most kRun keys, found by binary search over each run's last key,
-// keep those in a few cache lines where a red-black tree chases a pointer per level.
+// them (the id standing in for the address). A replay does a best-fit lookup, an
+// erase and an insert per event, over pools of thousands of blocks but only a few
+// hundred distinct sizes (a model allocates the same shapes over and over): a sorted
+// vector of the sizes, and per size its ids, kept descending so that the smallest,
+// the one best fit takes, comes off the back.
 class FreePool {
  public:
-  // Trivially copyable (unlike std::pair), so shifting a run is a memmove.
   struct Key {
     int64_t size;
     int id;
-    bool operator<(const Key& o) const { return size != o.size ? size < o.size : id < o.id; }
-    bool operator==(const Key& o) const { return size == o.size && id == o.id; }
   };
 
-  /// Removes and returns the smallest key >= k; false when there is none.
-  bool take_lower_bound(const Key& k, Key* out) {
-    size_t r = run_for(k);
-    if (r == runs_.size()) return false;
-    auto& run = runs_[r];
-    auto it = std::lower_bound(run.begin(), run.end(), k);
-    *out = *it;
-    erase_at(r, static_cast<size_t>(it - run.begin()));
+  /// Removes and returns the best fit for `size`: the smallest size >= it, and of
+  /// those the lowest id (address). False when there is none.
+  bool take_best_fit(int64_t size, Key* out) {
+    const size_t i = bucket_for(size);
+    if (i == sizes_.size()) return false;
+    auto& ids = ids_[i];
+    *out = {sizes_[i], ids.back()};
+    ids.pop_back();
+    if (ids.empty()) drop_bucket(i);
     return true;
   }
 
   void insert(const Key& k) {
-    if (runs_.empty()) {
-      runs_.push_back({k});
-      last_.push_back(k);
-      return;
+    size_t i = bucket_for(k.size);
+    if (i == sizes_.size() || sizes_[i] != k.size) {
+      sizes_.insert(sizes_.begin() + static_cast<long>(i), k.size);
+      ids_.insert(ids_.begin() + static_cast<long>(i), take_spare());
     }
-    size_t r = std::min(run_for(k), runs_.size() - 1);
-    auto& run = runs_[r];
-    auto it = std::lower_bound(run.begin(), run.end(), k);
-    if (it != run.end() && *it == k) return;  // already there (a set ignores it too)
-    run.insert(it, k);
-    last_[r] = run.back();
-    if (run.size() > kRun) {
-      // Split in halves; the new run follows this one.
-      std::vector<Key> upper(run.begin() + kRun / 2, run.end());
-      run.resize(kRun / 2);
-      last_[r] = run.back();
-      runs_.insert(runs_.begin() + static_cast<long>(r) + 1, std::move(upper));
-      last_.insert(last_.begin() + static_cast<long>(r) + 1, runs_[r + 1].back());
-    }
+    auto& ids = ids_[i];
+    auto it = std::lower_bound(ids.begin(), ids.end(), k.id, std::greater<>());
+    if (it != ids.end() && *it == k.id) return;  // already there (a set ignores it too)
+    ids.insert(it, k.id);
   }
 
   /// Erases k when present.
   void erase(const Key& k) {
-    size_t r = run_for(k);
-    if (r == runs_.size()) return;
-    auto& run = runs_[r];
-    auto it = std::lower_bound(run.begin(), run.end(), k);
-    if (it != run.end() && *it == k) erase_at(r, static_cast<size_t>(it - run.begin()));
+    size_t i = bucket_for(k.size);
+    if (i == sizes_.size() || sizes_[i] != k.size) return;
+    auto& ids = ids_[i];
+    auto it = std::lower_bound(ids.begin(), ids.end(), k.id, std::greater<>());
+    if (it == ids.end() || *it != k.id) return;
+    ids.erase(it);
+    if (ids.empty()) drop_bucket(i);
   }
 
   /// Erases every key for which pred(key) is true, in key order.
   template <typename Pred>
   void erase_if(Pred pred) {
-    std::vector<Key> keep;
-    for (const auto& run : runs_) {
-      for (const Key& k : run) {
-        if (!pred(k)) keep.push_back(k);
+    for (size_t i = sizes_.size(); i-- > 0;) {
+      auto& ids = ids_[i];
+      std::vector<int> keep;
+      for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+        if (!pred(Key{sizes_[i], *it})) keep.push_back(*it);
       }
-    }
-    runs_.clear();
-    last_.clear();
-    for (size_t i = 0; i < keep.size(); i += kRun / 2) {
-      runs_.emplace_back(keep.begin() + static_cast<long>(i),
-                         keep.begin() + static_cast<long>(std::min(keep.size(), i + kRun / 2)));
-      last_.push_back(runs_.back().back());
+      std::reverse(keep.begin(), keep.end());
+      ids = std::move(keep);
+      if (ids.empty()) drop_bucket(i);
     }
   }
 
  private:
-  static constexpr size_t kRun = 64;
-
-  // The first run whose last key is >= k (runs_.size() when none).
-  size_t run_for(const Key& k) const {
-    return static_cast<size_t>(std::lower_bound(last_.begin(), last_.end(), k) - last_.begin());
+  // The first size >= size (sizes_.size() when none).
+  size_t bucket_for(int64_t size) const {
+    return static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
   }
-  void erase_at(size_t r, size_t i) {
-    auto& run = runs_[r];
-    run.erase(run.begin() + static_cast<long>(i));
-    if (run.empty()) {
-      runs_.erase(runs_.begin() + static_cast<long>(r));
-      last_.erase(last_.begin() + static_cast<long>(r));
-    } else {
-      last_[r] = run.back();
-    }
+  void drop_bucket(size_t i) {
+    spare_.push_back(std::move(ids_[i]));
+    sizes_.erase(sizes_.begin() + static_cast<long>(i));
+    ids_.erase(ids_.begin() + static_cast<long>(i));
+  }
+  std::vector<int> take_spare() {
+    if (spare_.empty()) return {};
+    std::vector<int> v = std::move(spare_.back());
+    spare_.pop_back();
+    v.clear();
+    return v;
   }
 
-  std::vector<std::vector<Key>> runs_;  // sorted, non-empty, each run's keys below the next run's
-  std::vector<Key> last_;               // last_[r] == runs_[r].back()
+  std::vector<int64_t> sizes_;            // distinct sizes present, ascending
+  std::vector<std::vector<int>> ids_;     // ids_[i]: free blocks of sizes_[i], ids descending
+  std::vector<std::vector<int>> spare_;   // emptied id vectors, reused for new sizes
 };
 
 struct Blk {
@@ -133,7 +123,7 @@ class Model {
     auto& pool = small ? small_ : large_;
     FreePool::Key found;
     int b;
-    if (pool.take_lower_bound({size, -1}, &found)) {
+    if (pool.take_best_fit(size, &found)) {
       b = found.id;
     } else {
       int64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
@@ -224,15 +214,17 @@ class Model {
 
 }  // namespace
 
-AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round, std::optional<int64_t> limit) {
+AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round, std::optional<int64_t> limit,
+                                 bool locate) {
   const std::vector<int64_t> size = block_sizes(p, b, round);
   Model m(limit);
   std::vector<int> where(p.blocks.size(), -1);
   std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
   AllocatorResult r;
   PeakTracker peak(p);
+  int64_t total = 0, top = 0;  // allocated bytes, for a replay that does not locate its peak
   for (size_t e = 0; e < p.events.size(); ++e) {
-    peak.at(e);
+    if (locate) peak.at(e);
     const Event& ev = p.events[e];
     const Block& blk = p.blocks[ev.block];
     if (ev.kind == Event::Alloc) {
@@ -246,14 +238,27 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
       }
       where[ev.block] = b;
       got[ev.block] = m.block_size(b);
-      peak.alloc(e, got[ev.block]);
+      if (locate) {
+        peak.alloc(e, got[ev.block]);
+      } else {
+        total = checked_add(total, got[ev.block]);
+        top = std::max(top, total);
+      }
     } else if (where[ev.block] >= 0) {
       m.free(where[ev.block]);
       where[ev.block] = -1;
-      peak.free(e, got[ev.block]);
+      if (locate) {
+        peak.free(e, got[ev.block]);
+      } else {
+        total -= got[ev.block];
+      }
     }
   }
-  r.peak = peak.finish();
+  if (locate) {
+    r.peak = peak.finish();
+  } else {
+    r.peak.peak_bytes = top;
+  }
   r.peak_reserved = m.peak_reserved();
   r.released_cache = m.released_cache();
   r.peak_allocated = m.peak_allocated();

@@ -25,8 +25,10 @@ struct AllocatorResult {
 /// Replays the program's events for concrete dims. With `limit`, segments are
 /// capped as set_per_process_memory_fraction caps them: on a failed cudaMalloc
 /// the allocator frees its cached segments and retries once, then fails.
+/// Without `locate`, only peak.peak_bytes of `peak` is filled: a batch probe needs
+/// no more, and following phases and categories is a tenth of a replay.
 AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round = 512,
-                                 std::optional<int64_t> limit = std::nullopt);
+                                 std::optional<int64_t> limit = std::nullopt, bool locate = true);
 
 /// One request of a raw sequence: an allocation of `size` bytes (already rounded as
 /// the allocator rounds) under the caller's `id`, or the free of that id. A request

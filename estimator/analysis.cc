@@ -171,15 +171,25 @@ Bindings bind_dims(const Analysis& a, int64_t batch, std::optional<int64_t> free
 }
 
 Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value) {
-  Estimate e;
-  e.batch = batch;
-  e.bindings = bind_dims(a, batch, free_value);
+  Bindings b = bind_dims(a, batch, free_value);
   try {
     // max_memory_allocated counts the blocks the caching allocator hands out, and a
     // reused cached block that is not split is counted whole: replay the allocator.
-    const AllocatorResult r = replay_allocator(a.program, e.bindings, a.train.target->alloc_round);
-    e.peak = r.peak;
-    e.reserved_bytes = r.peak_reserved;
+    AllocatorResult r = replay_allocator(a.program, b, a.train.target->alloc_round);
+    return estimate(a, batch, std::move(b), std::move(r));
+  } catch (const Error& err) {
+    throw err.in_file(a.graph.file);
+  }
+}
+
+Estimate estimate(const Analysis& a, int64_t batch, Bindings b, AllocatorResult&& replay) {
+  Estimate e;
+  e.batch = batch;
+  e.bindings = std::move(b);
+  e.peak = std::move(replay.peak);
+  e.reserved_bytes = replay.peak_reserved;
+  e.granted = std::move(replay.granted);
+  try {
     e.requested_peak = evaluate(a.program, e.bindings, a.train.target->alloc_round).peak_bytes;
   } catch (const Error& err) {
     throw err.in_file(a.graph.file);
@@ -190,7 +200,8 @@ Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_
 bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
   const Bindings b = bind_dims(a, batch, free_value);
   try {
-    const AllocatorResult capped = replay_allocator(a.program, b, a.train.target->alloc_round, budget);
+    if (committed_peak(a.program, b, a.train.target->alloc_round) > budget) return false;
+    const AllocatorResult capped = replay_allocator(a.program, b, a.train.target->alloc_round, budget, /*locate=*/false);
     if (capped.out_of_memory) return false;
     // Until the cap makes it empty its cache, the capped allocator does what the
     // uncapped one does, so its peak is the one estimate() reports.

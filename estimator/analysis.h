@@ -54,9 +54,17 @@ struct Estimate {
   int64_t reserved_bytes = 0;
   int64_t requested_peak = 0;  ///< peak of the requests alone (512-byte rounded), before block reuse
   Bindings bindings;
+  /// Bytes the (uncapped) caching allocator handed out for each block of the program:
+  /// what reports and timelines count, so they need no second replay.
+  std::vector<int64_t> granted;
 };
 
 Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);
+
+struct AllocatorResult;
+/// estimate() from a replay already made under `b` (bind_dims's): an uncapped one, or
+/// a capped one that never released its cache, which until then is the same replay.
+Estimate estimate(const Analysis& a, int64_t batch, Bindings b, AllocatorResult&& replay);
 
 /// The dims estimate() evaluates under: the batch, the --dim values, the free dim.
 /// Throws Error for a batch below 1.

@@ -80,4 +80,19 @@ PeakResult evaluate(const Program& p, const Bindings& b, int64_t round) {
   return peak.finish();
 }
 
+int64_t committed_peak(const Program& p, const Bindings& b, int64_t round) {
+  const std::vector<int64_t> size = block_sizes(p, b, round);
+  int64_t total = 0, peak = 0;
+  for (const Event& ev : p.events) {
+    if (p.blocks[ev.block].may_fail) continue;
+    if (ev.kind == Event::Alloc) {
+      total = checked_add(total, size[ev.block]);
+      peak = std::max(peak, total);
+    } else {
+      total -= size[ev.block];
+    }
+  }
+  return peak;
+}
+
 }  // namespace memest

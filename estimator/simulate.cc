@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
@@ -46,10 +47,49 @@ struct EffectiveInput {
   bool cast = false;
 };
 
+// What the program's loops ask of a tensor, packed: a graph Tensor is a few hundred
+// bytes, and reading a field of it was a cache miss per visit (a third of the time).
+struct TensorFacts {
+  int producer = -1;
+  int uses = 0;  ///< consumer entries, one per consuming input
+  TensorKind kind = TensorKind::Activation;
+  bool on_gpu = false;  ///< tensors whose contents are known are shape arithmetic, done on the host
+  bool graph_output = false;
+};
+
 class Builder {
  public:
   Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
     const size_t nt = g.tensors.size(), nn = g.nodes.size();
+    facts_.resize(nt);
+    for (size_t t = 0; t < nt; ++t) {
+      const Tensor& ten = g.tensors[t];
+      facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
+                   !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output};
+      if (ten.graph_output && ten.producer >= 0 && g.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
+    }
+    dead_.resize(nn);
+    loss_node_.resize(nn);
+    info_.resize(nn);
+    io_at_.resize(2 * nn + 1);
+    for (size_t k = 0; k < nn; ++k) {
+      const Node& n = g.nodes[k];
+      info_[k] = n.info;
+      io_at_[2 * k] = static_cast<uint32_t>(io_.size());
+      io_.insert(io_.end(), n.inputs.begin(), n.inputs.end());
+      io_at_[2 * k + 1] = static_cast<uint32_t>(io_.size());
+      io_.insert(io_.end(), n.outputs.begin(), n.outputs.end());
+    }
+    io_at_[2 * nn] = static_cast<uint32_t>(io_.size());
+    for (size_t k = 0; k < nn; ++k) {
+      dead_[k] = g.nodes[k].dead;
+      loss_node_[k] = g.nodes[k].domain == "memest" && g.nodes[k].module == "loss";
+    }
+    // About 7 blocks and 12 events per node over three iterations; growing there
+    // copies them several times over.
+    prog_.blocks.reserve(nn * 8);
+    prog_.events.reserve(nn * 14);
+    refs_.reserve(nn * 8);
     block_of_.assign(nt, -1);
     run_dtype_.assign(nt, DType::Undefined);
     requires_grad_.assign(nt, false);
@@ -74,13 +114,14 @@ class Builder {
     }
     seg_inputs_.resize(segments_.size());
     seg_held_.resize(segments_.size());
+    if (!segments_.empty()) spare_cache_.assign(nt, -1);
+    std::vector<int> seen(segments_.empty() ? 0 : nt, -1);  // the last segment that saw each tensor
     for (size_t s = 0; s < segments_.size(); ++s) {
       // checkpoint() keeps its arguments: the activations that flow into the block.
-      std::vector<bool> seen(nt, false);
       for (int k = segments_[s].first; k <= segments_[s].last; ++k) {
         for (int t : g.nodes[k].inputs) {
-          if (t < 0 || seen[t]) continue;
-          seen[t] = true;
+          if (t < 0 || seen[t] == static_cast<int>(s)) continue;
+          seen[t] = static_cast<int>(s);
           const int p = g.tensors[t].producer;
           if (p >= 0 && segment_of_[p] != static_cast<int>(s)) seg_inputs_[s].push_back(t);
         }
@@ -133,10 +174,12 @@ class Builder {
     if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
   }
   Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
-  bool on_gpu(int t) const {
-    // Tensors whose contents are known are shape arithmetic: PyTorch does it on the host.
-    const Tensor& ten = g_.tensors[t];
-    return !ten.value && dtype_size(ten.dtype) > 0;
+  bool on_gpu(int t) const { return facts_[t].on_gpu; }
+  std::span<const int> inputs(int k) const { return span(io_at_[2 * k], io_at_[2 * k + 1]); }
+  std::span<const int> outputs(int k) const { return span(io_at_[2 * k + 1], io_at_[2 * k + 2]); }
+  std::span<const int> span(uint32_t from, uint32_t to) const { return {io_.data() + from, io_.data() + to}; }
+  void ref(int b, int times) {
+    if (b >= 0) refs_[b] += times;
   }
 
   // ---- setup: model.cuda(), optimizer, x and y ----------------------------------
@@ -185,9 +228,8 @@ class Builder {
   void forward() {
     bool released_prev_out = false;
     for (size_t k = 0; k < g_.nodes.size(); ++k) {
-      const Node& n = g_.nodes[k];
-      if (n.dead) continue;
-      if (!released_prev_out && n.domain == "memest" && n.module == "loss") {
+      if (dead_[k]) continue;
+      if (!released_prev_out && loss_node_[k]) {
         // `out = model(x)` rebinds: the previous iteration's output goes now.
         for (int b : prev_out_) unref(b);
         prev_out_.clear();
@@ -211,6 +253,7 @@ class Builder {
       if (b >= 0) unref(b);
       b = -1;
     }
+    cached_.clear();
     for (int b : prev_loss_) unref(b);
     prev_loss_.clear();
     prev_out_.swap(cur_out_);
@@ -220,7 +263,8 @@ class Builder {
   // `recompute`: checkpoint's second forward of a segment, during backward.
   void forward_node(int k, bool recompute = false) {
     const Node& n = g_.nodes[k];
-    const OpInfo* info = n.info;
+    const OpInfo* info = info_[k];
+    const std::span<const int> ins = inputs(k), outs = outputs(k);
     const bool amp = cfg_.amp != Amp::None;
     const int seg = segment_of_[k];
     // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
@@ -229,10 +273,10 @@ class Builder {
 
     // Inputs as the op sees them: autocast may cast them first.
     std::vector<EffectiveInput>& eff = eff_[k];
-    eff.assign(n.inputs.size(), {});
+    eff.assign(ins.size(), {});
     std::vector<int> temps;  // cast copies owned by this call
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      int t = n.inputs[i];
+    for (size_t i = 0; i < ins.size(); ++i) {
+      int t = ins[i];
       if (t < 0) continue;
       EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
       if (amp && is_floating(e.dtype) && on_gpu(t)) {
@@ -242,9 +286,12 @@ class Builder {
         if (want != DType::Undefined) {
           e.dtype = want;
           e.cast = true;
-          if (g_.tensors[t].kind == TensorKind::Parameter) {
+          if (facts_[t].kind == TensorKind::Parameter) {
             // Autocast caches the low-precision copy of a leaf weight until the region ends.
-            if (cache_[t] < 0) cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
+            if (cache_[t] < 0) {
+              cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
+              cached_.push_back(t);
+            }
             e.block = cache_[t];
           } else {
             e.block = alloc(bytes_of(t, want), Category::Activations, k);
@@ -258,11 +305,11 @@ class Builder {
     // Does autograd record this node?
     bool rg = false;
     if (info && std::strlen(info->grads) > 0) {
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (n.inputs[i] >= 0 && requires_grad_[n.inputs[i]] && info->grad_of(i) != 'N') rg = true;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        if (ins[i] >= 0 && requires_grad_[ins[i]] && info->grad_of(i) != 'N') rg = true;
       }
     } else if (!info) {
-      for (int t : n.inputs) rg |= t >= 0 && requires_grad_[t];
+      for (int t : ins) rg |= t >= 0 && requires_grad_[t];
     }
     node_rg_[k] = rg;
 
@@ -279,11 +326,12 @@ class Builder {
       }
     }
     // Outputs.
-    std::vector<int> out_blocks(n.outputs.size(), -1);
-    for (size_t j = 0; j < n.outputs.size(); ++j) {
-      int o = n.outputs[j];
+    std::vector<int> out_blocks(outs.size(), -1);
+    for (size_t j = 0; j < outs.size(); ++j) {
+      int o = outs[j];
       if (o < 0 || !on_gpu(o)) continue;
       const Tensor& ot = g_.tensors[o];
+      const TensorFacts& of = facts_[o];
       DType d = ot.dtype;
       if (is_floating(d)) {
         switch (policy) {
@@ -310,18 +358,22 @@ class Builder {
       if (view) {
         out_blocks[j] = eff[0].block;
         ref(out_blocks[j]);
-      } else if (j > 0 && ot.consumers.empty() && !ot.graph_output) {
+      } else if (j > 0 && of.uses == 0 && !of.graph_output) {
         continue;  // an optional output nobody reads (BatchNorm's running stats, Dropout's mask)
       } else {
         out_blocks[j] = alloc(bytes_of(o, d), Category::Activations, k);
       }
       block_of_[o] = out_blocks[j];
-      for (int c : ot.consumers) {
-        if (!recompute || segment_of_[c] == seg) ref(out_blocks[j]);
+      if (!recompute) {
+        ref(out_blocks[j], of.uses);
+      } else {
+        for (int c : ot.consumers) {
+          if (segment_of_[c] == seg) ref(out_blocks[j]);
+        }
       }
-      if (ot.graph_output && !recompute) {
+      if (of.graph_output && !recompute) {
         ref(out_blocks[j]);
-        auto& holder = n.module == "loss" && n.domain == "memest" ? cur_loss_ : cur_out_;
+        auto& holder = loss_node_[k] ? cur_loss_ : cur_out_;
         holder.push_back(out_blocks[j]);
         if (j == 0 && info && info->output_keeps) {
           for (const SavedExtra& x : info->output_keeps(g_, n)) {
@@ -340,7 +392,7 @@ class Builder {
         alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
       }
       // (A strided input sends F.linear down matmul + add instead: no epilogue.)
-      if (!cublaslt_ && n.has_input(2) && !copied) {
+      if (!cublaslt_ && ins.size() > 2 && ins[2] >= 0 && !copied) {
         cublaslt_ = true;
         alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
       }
@@ -370,8 +422,8 @@ class Builder {
       }
       if (info->saved_extra) {
         for (const SavedExtra& x : info->saved_extra(g_, n)) {
-          const bool as_out = x.output_dtype && !n.outputs.empty() && n.outputs[0] >= 0;
-          const DType d = as_out ? run_dtype_[n.outputs[0]] : x.dtype;
+          const bool as_out = x.output_dtype && !outs.empty() && outs[0] >= 0;
+          const DType d = as_out ? run_dtype_[outs[0]] : x.dtype;
           saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, k));
         }
       }
@@ -383,11 +435,11 @@ class Builder {
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
     // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const int t = n.inputs[i];
-      if (t < 0 || g_.tensors[t].producer < 0) continue;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const int t = ins[i];
+      if (t < 0 || facts_[t].producer < 0) continue;
       // In a recompute, inputs from outside the segment are held by checkpoint, not by uses.
-      if (recompute && segment_of_[g_.tensors[t].producer] != seg) continue;
+      if (recompute && segment_of_[facts_[t].producer] != seg) continue;
       unref(block_of_[t]);
     }
     for (int b : temps) unref(b);
@@ -440,8 +492,7 @@ class Builder {
 
   // ---- backward ------------------------------------------------------------------
   void accumulate(int t, int g) {
-    const Tensor& ten = g_.tensors[t];
-    if (ten.kind == TensorKind::Parameter) {
+    if (facts_[t].kind == TensorKind::Parameter) {
       // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
       // (A slot per tensor, not a search of param_grads_: that was quadratic in parameters.)
       if (grad_slot_[t] < 0) {
@@ -467,11 +518,7 @@ class Builder {
 
   void backward() {
     // loss.backward() (or scaler.scale(loss).backward()) seeds a ones-like gradient.
-    int seed_t = -1;
-    for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      const Tensor& ten = g_.tensors[t];
-      if (ten.graph_output && ten.producer >= 0 && g_.nodes[ten.producer].module == "loss") seed_t = static_cast<int>(t);
-    }
+    const int seed_t = seed_;
     if (seed_t >= 0 && requires_grad_[seed_t]) {
       if (cfg_.amp == Amp::FP16) {
         int scaled = alloc(Expr(4), Category::Temporaries, -1);  // loss * scale
@@ -482,14 +529,14 @@ class Builder {
       }
     }
     for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
+      if (dead_[k]) continue;
       const Node& n = g_.nodes[k];
-      if (n.dead) continue;
       if (!node_rg_[k]) {
         release_saved(k);
         continue;
       }
       bool have = false;
-      for (int o : n.outputs) have |= o >= 0 && grad_[o] >= 0;
+      for (int o : outputs(k)) have |= o >= 0 && grad_[o] >= 0;
       const int seg = segment_of_[k];
       if (have && seg >= 0 && !recomputed_[seg]) recompute_segment(seg);
       if (have) backward_node(k);
@@ -500,7 +547,7 @@ class Builder {
       }
       release_saved(k);
       for (const CastBack& c : cast_backs_) {
-        const bool param = g_.tensors[c.tensor].kind == TensorKind::Parameter;
+        const bool param = facts_[c.tensor].kind == TensorKind::Parameter;
         int back = alloc(bytes_of(c.tensor, run_dtype_[c.tensor]), param ? Category::Gradients : Category::Temporaries,
                          c.node);
         unref(c.grad);
@@ -519,15 +566,21 @@ class Builder {
   // the saved tensors that hold them.
   void recompute_segment(int seg) {
     recomputed_[seg] = true;
-    std::vector<int> outer_cache = cache_;
-    std::fill(cache_.begin(), cache_.end(), -1);
+    // A cache of its own, empty (spare_cache_ is all -1 between recomputes); the
+    // outer one is kept aside. Swaps and the list of what was cached, not copies of
+    // a per-tensor vector per segment.
+    std::swap(cache_, spare_cache_);
+    cached_.clear();
     for (int j = segments_[seg].first; j <= segments_[seg].last; ++j) {
-      if (!g_.nodes[j].dead) forward_node(j, /*recompute=*/true);
+      if (!dead_[j]) forward_node(j, /*recompute=*/true);
     }
-    for (int& b : cache_) {
-      if (b >= 0) unref(b);
+    std::sort(cached_.begin(), cached_.end());  // released in tensor order
+    for (int t : cached_) {
+      unref(cache_[t]);
+      cache_[t] = -1;
     }
-    cache_ = outer_cache;
+    cached_.clear();
+    std::swap(cache_, spare_cache_);
   }
 
   void release_saved(int k) {
@@ -562,7 +615,8 @@ class Builder {
 
   void backward_node(int k) {
     const Node& n = g_.nodes[k];
-    const OpInfo* info = n.info;
+    const OpInfo* info = info_[k];
+    const std::span<const int> ins = inputs(k), outs = outputs(k);
     const auto& eff = eff_[k];
     // Backward runs on autograd's device thread, whose cuBLAS handle has its own
     // workspace, created by the first cuBLAS call there: after that call's output (GPU
@@ -573,13 +627,13 @@ class Builder {
         alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
       }
     };
-    const int out0 = n.outputs.empty() ? -1 : n.outputs[0];
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      int t = n.inputs[i];
+    const int out0 = outs.empty() ? -1 : outs[0];
+    for (size_t i = 0; i < ins.size(); ++i) {
+      int t = ins[i];
       if (t < 0 || !requires_grad_[t]) continue;
       char letter = info ? info->grad_of(i) : 'A';
       if (letter == 'N') continue;
-      const bool param = g_.tensors[t].kind == TensorKind::Parameter;
+      const bool param = facts_[t].kind == TensorKind::Parameter;
       const DType d = eff[i].dtype;
       int gblock;
       if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
@@ -604,7 +658,7 @@ class Builder {
       Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
       if (!ws.is_zero()) unref(workspace(std::move(ws), k));
     }
-    for (int o : n.outputs) {
+    for (int o : outs) {
       if (o >= 0 && grad_[o] >= 0) {
         unref(grad_[o]);
         grad_[o] = -1;
@@ -650,6 +704,14 @@ class Builder {
 
   const Graph& g_;
   const TrainConfig& cfg_;
+  std::vector<TensorFacts> facts_;
+  std::vector<bool> dead_, loss_node_;
+  // Each node's input tensors then its output tensors, packed like facts_: node k's
+  // inputs are io_[io_at_[2k], io_at_[2k+1]), its outputs run to io_at_[2k+2].
+  std::vector<int> io_;
+  std::vector<uint32_t> io_at_;
+  std::vector<const OpInfo*> info_;
+  int seed_ = -1;  ///< the loss: backward starts from its gradient
   Program prog_;
   Phase phase_ = Phase::Setup;
   uint8_t iter_ = 0;
@@ -661,6 +723,8 @@ class Builder {
   // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
   std::vector<std::vector<int8_t>> layout_;
   std::vector<int> grad_, cache_;
+  std::vector<int> spare_cache_;  // a recompute's autocast cache (checkpoint)
+  std::vector<int> cached_;       // tensors cached since the last recompute began
   std::vector<Expr> numel_;
   std::vector<std::vector<EffectiveInput>> eff_;
   std::vector<int> params_;

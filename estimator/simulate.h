@@ -137,6 +137,12 @@ int64_t round_alloc(int64_t bytes, int64_t round = 512);
 /// Evaluates a program for concrete dims. Throws Error on overflow or unbound dims.
 PeakResult evaluate(const Program& p, const Bindings& b, int64_t round = 512);
 
+/// The peak of the blocks a memory cap cannot refuse (all but `may_fail` workspaces),
+/// at their rounded request sizes. A capped caching allocator holds at least these
+/// bytes at once, so a budget below this peak certainly runs out of memory: a batch
+/// search rejects such a batch without replaying the allocator.
+int64_t committed_peak(const Program& p, const Bindings& b, int64_t round = 512);
+
 /// Blocks alive right after event `event` (the peak's, say), in allocation order.
 std::vector<int> live_blocks(const Program& p, size_t event);
 

@@ -3,6 +3,7 @@
 
 #include <numeric>
 
+#include "estimator/allocator.h"
 #include "estimator/analysis.h"
 #include "frontends/text_reader.h"
 
@@ -269,4 +270,34 @@ TEST_CASE("a reshape of a permuted tensor is a view exactly when PyTorch's strid
   auto merged = reshape_layout(Shape{b, Expr(197), Expr(12), Expr(64)}, {}, Shape{b, Expr(197), Expr(768)});
   REQUIRE(merged.has_value());
   CHECK(merged->empty());
+}
+
+TEST_CASE("the committed peak leaves out refusable workspaces and bounds a capped replay from below") {
+  // A (1000 B) lives across a cuDNN-style workspace W (5000 B, may fail) and B (600 B).
+  Program p;
+  p.blocks.push_back({Expr(1000), Category::Activations, 0});
+  p.blocks.push_back({Expr(5000), Category::Workspace, 0, 0, 0, /*may_fail=*/true});
+  p.blocks.push_back({Expr(600), Category::Activations, 1});
+  const auto ev = [](Event::Kind k, int b) { return Event{k, Phase::Forward, 0, b}; };
+  p.events = {ev(Event::Alloc, 0), ev(Event::Alloc, 1), ev(Event::Free, 1), ev(Event::Alloc, 2),
+              ev(Event::Free, 0),  ev(Event::Free, 2)};
+  const Bindings none;
+  // Rounded to 512 B: A 1024, W 5120, B 1024. All blocks peak at A + W; the committed ones at A + B.
+  CHECK(evaluate(p, none).peak_bytes == 1024 + 5120);
+  CHECK(committed_peak(p, none) == 1024 + 1024);
+}
+
+TEST_CASE("a batch probe answers what estimating and replaying under the cap answer") {
+  TrainConfig cfg;
+  cfg.optim = Optim::Adam;
+  Analysis a = analyze_text(kMlp, cfg);
+  for (int64_t batch : {1, 64, 4096, 65536}) {
+    const Estimate e = estimate(a, batch);
+    for (int64_t budget : {e.peak.peak_bytes - 1, e.peak.peak_bytes, e.reserved_bytes - 1, e.reserved_bytes,
+                           e.reserved_bytes / 2, e.reserved_bytes * 2}) {
+      const AllocatorResult capped = replay_allocator(a.program, e.bindings, a.train.target->alloc_round, budget);
+      const bool slow = !capped.out_of_memory && e.peak.peak_bytes <= budget;
+      CHECK_MESSAGE(fits_budget(a, batch, budget) == slow, "batch ", batch, " budget ", budget);
+    }
+  }
 }
