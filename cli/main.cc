@@ -1,5 +1,6 @@
 // memest's entry point: picks the subcommand, and is the only place that turns
 // an Error into a message and an exit status.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
     // node for nothing (load_and_analyze keeps it for this).
     std::cout.flush();
     std::cerr.flush();
+    std::fflush(nullptr);
     std::_Exit(rc);
   } catch (const memest::Error& e) {
     std::cerr << "memest: " << e.what() << "\n";
