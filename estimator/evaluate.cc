@@ -22,8 +22,11 @@ std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t ro
   for (size_t i = 0; i < p.blocks.size(); ++i) {
     const Block& blk = p.blocks[i];
     int64_t bytes = blk.bytes.eval(b);
-    if (bytes < blk.min_bytes) bytes = 0;
-    if (blk.cap_bytes > 0) bytes = std::min(bytes, blk.cap_bytes);
+    if (blk.bound >= 0) {
+      const SizeBound& sb = p.bounds[static_cast<size_t>(blk.bound)];
+      if (bytes < sb.min_bytes) bytes = 0;
+      if (sb.cap_bytes > 0) bytes = std::min(bytes, sb.cap_bytes);
+    }
     out[i] = bytes == 0 ? 0 : round_alloc(bytes, round);
   }
   return out;

@@ -607,8 +607,8 @@ class Builder {
       const std::optional<int64_t> cols = product(s).as_const();
       if (!cols || *cols < t.reduce_scratch_min_cols) continue;
       const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
-      prog_.blocks[b].min_bytes = 8 * t.reduce_scratch_min_rows * *cols;
-      prog_.blocks[b].cap_bytes = t.reduce_scratch_cap;
+      prog_.blocks[b].bound = static_cast<int>(prog_.bounds.size());
+      prog_.bounds.push_back({8 * t.reduce_scratch_min_rows * *cols, t.reduce_scratch_cap});
       unref(b);
     }
   }

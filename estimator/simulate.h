@@ -49,10 +49,10 @@ struct Block {
   Expr bytes;
   Category category;
   int node;  ///< node that allocated it (-1: setup/optimizer)
-  /// A kernel's scratch whose size a launch heuristic bounds: none when `bytes` is below
-  /// min_bytes, at most cap_bytes (0: no bound). See Simulator::reduction_scratch.
-  int64_t min_bytes = 0;
-  int64_t cap_bytes = 0;
+  /// A kernel's scratch whose size a launch heuristic bounds: an index into
+  /// Program::bounds, or -1 (most blocks; kept out of line, as a program holds
+  /// millions of blocks for a million-node graph).
+  int bound = -1;
   /// Refused under a memory cap, the kernel falls back to an algorithm without it
   /// (cuDNN tries its candidate plans in order) instead of failing.
   bool may_fail = false;
@@ -65,9 +65,17 @@ struct Event {
   int block;
 };
 
+/// A launch heuristic's bounds on a scratch block: none when the block's bytes are below
+/// min_bytes, at most cap_bytes (0: no cap). See the builder's reduction_scratch.
+struct SizeBound {
+  int64_t min_bytes = 0;
+  int64_t cap_bytes = 0;
+};
+
 /// The symbolic allocation sequence of a training step.
 struct Program {
   std::vector<Block> blocks;
+  std::vector<SizeBound> bounds;  ///< Block::bound indexes these
   std::vector<Event> events;
   std::vector<std::vector<int>> saved_by_node;  ///< blocks each node keeps for backward
   std::vector<std::string> notes;               ///< assumptions made while building

@@ -132,7 +132,8 @@ output out
     int64_t found = 0;
     for (size_t i = 0; i < a.program.blocks.size(); ++i) {
       const Block& blk = a.program.blocks[i];
-      if (blk.category == Category::Workspace && blk.cap_bytes > 0) found = std::max(found, size[i]);
+      const bool capped = blk.bound >= 0 && a.program.bounds[static_cast<size_t>(blk.bound)].cap_bytes > 0;
+      if (blk.category == Category::Workspace && capped) found = std::max(found, size[i]);
     }
     return found;
   };
@@ -276,7 +277,7 @@ TEST_CASE("the committed peak leaves out refusable workspaces and bounds a cappe
   // A (1000 B) lives across a cuDNN-style workspace W (5000 B, may fail) and B (600 B).
   Program p;
   p.blocks.push_back({Expr(1000), Category::Activations, 0});
-  p.blocks.push_back({Expr(5000), Category::Workspace, 0, 0, 0, /*may_fail=*/true});
+  p.blocks.push_back({Expr(5000), Category::Workspace, 0, -1, /*may_fail=*/true});
   p.blocks.push_back({Expr(600), Category::Activations, 1});
   const auto ev = [](Event::Kind k, int b) { return Event{k, Phase::Forward, 0, b}; };
   p.events = {ev(Event::Alloc, 0), ev(Event::Alloc, 1), ev(Event::Free, 1), ev(Event::Alloc, 2),
