@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <unordered_map>
 #include <vector>
 
 #include "estimator/ops/registry.h"
@@ -19,9 +18,10 @@ class Fuser {
   // which would make the pass quadratic. Patterns mostly ask how many live uses a
   // tensor has and, when it is one, which node: a count and the sum of the using
   // nodes' indices answer both, and each costs O(1) to update. The full list,
-  // when a pattern needs it, is rebuilt from the constructor's lists plus the
-  // fused nodes made since (consumers()).
+  // when a pattern needs it, is rebuilt from the constructor's lists, following
+  // each node a rewrite killed to the fused node that took its inputs (consumers()).
   explicit Fuser(Graph& g) : g_(g) {
+    fused_into_.assign(g_.nodes.size(), -1);
     uses_.assign(g_.tensors.size(), 0);
     use_sum_.assign(g_.tensors.size(), 0);
     std::vector<bool> produced(g_.tensors.size(), false);
@@ -46,11 +46,15 @@ class Fuser {
   // consumers(t), only_consumer(t) and uses_[t] only.
   const Tensor& T(int t) const { return g_.tensors[t]; }
   // The live nodes reading tensor t, one entry per use, in node order (what
-  // Graph::relink() would list). Linear in the uses the constructor saw.
+  // Graph::relink() would list). Linear in the uses the constructor saw: a fused
+  // node reads only tensors some node of its pattern read, and patterns never
+  // match a fused node, so every reader is a listed node or what one was fused into.
   std::vector<int> consumers(int t) const {
-    std::vector<int> candidates = T(t).consumers;
-    if (auto it = added_.find(t); it != added_.end()) {
-      candidates.insert(candidates.end(), it->second.begin(), it->second.end());
+    std::vector<int> candidates;
+    candidates.reserve(T(t).consumers.size());
+    for (int c : T(t).consumers) {
+      while (g_.nodes[c].dead && fused_into_[c] >= 0) c = fused_into_[c];
+      candidates.push_back(c);
     }
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
@@ -90,23 +94,24 @@ class Fuser {
   bool is_param(int t) const { return t >= 0 && T(t).kind == TensorKind::Parameter; }
 
   void replace(int last_node, const char* op, std::vector<int> inputs, std::vector<int> dead) {
-    Node& n = g_.nodes[last_node];
-    Node fused;
-    fused.name = n.name.empty() ? op : n.name;
-    fused.op = op;
-    fused.domain = "memest";
-    fused.module = n.module;
-    fused.inputs = std::move(inputs);
-    fused.outputs = {n.outputs[0]};
-    fused.info = find_op("memest", op);
     for (int d : dead) {
       if (d != last_node && !g_.nodes[d].dead) {
         unlink(d);
         g_.nodes[d].dead = true;
+        fused_into_[d] = last_node;
       }
     }
     unlink(last_node);
-    n = std::move(fused);
+    // The fused node takes the last node's place, name and module (rewritten in
+    // place: building a fresh Node copied both strings per rewrite).
+    Node& n = g_.nodes[last_node];
+    if (n.name.empty()) n.name = op;
+    n.op = op;
+    n.domain = "memest";
+    n.inputs = std::move(inputs);
+    n.outputs.resize(1);
+    n.attrs = Attrs();
+    n.info = find_op("memest", op);
     link(last_node);
     if (relink_each_time_) relink_all();
     ++count_;
@@ -129,7 +134,6 @@ class Fuser {
       if (in < 0) continue;
       ++uses_[in];
       use_sum_[in] += k;
-      added_[in].push_back(k);
     }
     for (int out : n.outputs) {
       if (out >= 0) g_.tensors[out].producer = k;
@@ -137,7 +141,6 @@ class Fuser {
   }
   void relink_all() {
     g_.relink();
-    added_.clear();
     std::fill(uses_.begin(), uses_.end(), 0);
     std::fill(use_sum_.begin(), use_sum_.end(), 0);
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
@@ -347,7 +350,7 @@ class Fuser {
   int count_ = 0;
   std::vector<int> uses_;         // live uses of each tensor
   std::vector<int64_t> use_sum_;  // sum of the indices of the nodes using it
-  std::unordered_map<int, std::vector<int>> added_;  // tensor -> fused nodes made since that read it
+  std::vector<int> fused_into_;   // per node a rewrite killed: the fused node that replaced it
   bool relink_each_time_ = false;
 };
 
@@ -355,12 +358,24 @@ class Fuser {
 
 int fuse_patterns(Graph& g, const FuseOptions& opts) {
   Fuser f(g);
-  for (size_t k = 0; k < g.nodes.size(); ++k) f.gelu(static_cast<int>(k));
-  for (size_t k = 0; k < g.nodes.size(); ++k) f.silu(static_cast<int>(k));
-  if (opts.attention) {
-    for (size_t k = 0; k < g.nodes.size(); ++k) f.attention(static_cast<int>(k));
+  // Each pattern starts at one op, and rewrites never make such an op: the nodes
+  // each pass visits are found in one walk over the graph (a walk per pass read
+  // every Node four times, a cache miss each on a large graph).
+  std::vector<int> erf, sigmoid, softmax, matmul;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (n.dead) continue;
+    if (n.op == "Erf") erf.push_back(static_cast<int>(k));
+    if (n.op == "Sigmoid") sigmoid.push_back(static_cast<int>(k));
+    if (n.op == "Softmax") softmax.push_back(static_cast<int>(k));
+    if (n.op == "MatMul") matmul.push_back(static_cast<int>(k));
   }
-  for (size_t k = 0; k < g.nodes.size(); ++k) f.linear(static_cast<int>(k));
+  for (int k : erf) f.gelu(k);
+  for (int k : sigmoid) f.silu(k);
+  if (opts.attention) {
+    for (int k : softmax) f.attention(k);
+  }
+  for (int k : matmul) f.linear(k);
   // Consumer lists as Graph::relink() builds them (untouched when nothing was fused;
   // already current when every rewrite relinked). A full relink is a tight loop,
   // cheaper than rebuilding the lists of the tensors rewrites read one by one.
