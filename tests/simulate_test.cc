@@ -107,6 +107,8 @@ TEST_CASE("an evaluated program answers any batch without re-analysis and grows 
     Estimate e = estimate(a, b);
     CHECK(e.peak.peak_bytes > prev);
     CHECK(e.reserved_bytes >= e.peak.peak_bytes);
+    // The replay follows the requests too: its peak is evaluate()'s.
+    CHECK(e.requested_peak == evaluate(a.program, e.bindings).peak_bytes);
     prev = e.peak.peak_bytes;
   }
 }
