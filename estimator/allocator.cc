@@ -223,11 +223,14 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   AllocatorResult r;
   PeakTracker peak(p);
   int64_t total = 0, top = 0;  // allocated bytes, for a replay that does not locate its peak
+  int64_t requested = 0;
   for (size_t e = 0; e < p.events.size(); ++e) {
     if (locate) peak.at(e);
     const Event& ev = p.events[e];
     const Block& blk = p.blocks[ev.block];
     if (ev.kind == Event::Alloc) {
+      requested = checked_add(requested, size[ev.block]);
+      r.requested_peak = std::max(r.requested_peak, requested);
       if (size[ev.block] == 0) continue;
       int b = m.malloc(size[ev.block]);
       if (b < 0 && blk.may_fail) continue;  // cuDNN's next algorithm; the cap already emptied the cache
@@ -244,7 +247,9 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
         total = checked_add(total, got[ev.block]);
         top = std::max(top, total);
       }
-    } else if (where[ev.block] >= 0) {
+    } else {
+      requested -= size[ev.block];
+      if (where[ev.block] < 0) continue;
       m.free(where[ev.block]);
       where[ev.block] = -1;
       if (locate) {

@@ -19,6 +19,9 @@ struct AllocatorResult {
   /// replay does exactly what an uncapped one does.
   bool released_cache = false;
   int64_t failed_request = 0;
+  /// Peak of the requests alone (rounded, before block reuse): evaluate()'s peak, as
+  /// long as the replay neither released its cache nor failed.
+  int64_t requested_peak = 0;
   std::vector<int64_t> granted;  ///< bytes handed out for each block, as counted above (0: never allocated)
 };
 

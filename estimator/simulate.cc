@@ -352,8 +352,9 @@ class Builder {
       if (info && info->layout == Layout::Reshape && strided_in && g_.tensors[in0].shape && ot.shape) {
         reshaped = reshape_layout(*g_.tensors[in0].shape, layout_[in0], *ot.shape);
       }
-      const bool view = info && info->view && in0 >= 0 && eff[0].block >= 0 &&
-                        !(info->layout == Layout::Reshape && strided_in && !reshaped);
+      const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
+                         !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
+                        (j == 0 && runs_in_place(n, info, eff, d));
       layout_[o] = reshaped ? *reshaped : output_layout(n, info, view, in0);
       if (view) {
         out_blocks[j] = eff[0].block;
@@ -444,6 +445,16 @@ class Builder {
     }
     for (int b : temps) unref(b);
     for (int b : out_blocks) unref(b);
+  }
+
+  // An in-place activation (OpInfo::inplace) overwrites its input, in the same dtype,
+  // when only it reads that input and the input's producer never reads its own output.
+  // A frontend that knows (TorchScript's relu_) says so with the attribute inplace=1.
+  bool runs_in_place(const Node& n, const OpInfo* info, const std::vector<EffectiveInput>& eff, DType out) const {
+    if (!info || !info->inplace || eff.empty() || eff[0].cast || eff[0].block < 0 || eff[0].dtype != out) return false;
+    const TensorFacts& in = facts_[eff[0].tensor];
+    if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
+    return n.attr_int("inplace", 0) == 1 || (info_[in.producer] && info_[in.producer]->overwritable_output);
   }
 
   // The memory layout of a node's output (see Layout).

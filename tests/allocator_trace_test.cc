@@ -88,3 +88,25 @@ TEST_CASE("allocator model replays measured request sequences") {
 }
 
 }  // namespace memest
+
+namespace memest {
+
+TEST_CASE("allocator model on uncapped sequences of the CNN and LSTM cases") {
+  // validate/results/rtrace-*.jsonl: the cases whose reserved memory memest missed most
+  // (python3 -m validate kernels --parts cases, no cap). 6 of 8 replay to the byte;
+  // resnet18 fp32 (-100 MiB of 2676) and convnext_tiny fp32 (-20 MiB) do not.
+  const auto cases = load_cases(MEMEST_SOURCE_DIR "/validate/results/rtrace-h200-torch2.11.jsonl");
+  REQUIRE(cases.size() == 8);
+  int exact = 0;
+  for (const Case& c : cases) {
+    const AllocatorResult r = replay_requests(c.requests);
+    INFO(c.name);
+    CHECK(!r.out_of_memory);
+    CHECK(r.peak_reserved == doctest::Approx(c.peak_reserved).epsilon(0.04));
+    CHECK(r.peak_allocated == doctest::Approx(c.peak_allocated).epsilon(1e-4));
+    exact += r.peak_reserved == c.peak_reserved;
+  }
+  CHECK(exact >= 6);
+}
+
+}  // namespace memest

@@ -107,6 +107,8 @@ TEST_CASE("an evaluated program answers any batch without re-analysis and grows 
     Estimate e = estimate(a, b);
     CHECK(e.peak.peak_bytes > prev);
     CHECK(e.reserved_bytes >= e.peak.peak_bytes);
+    // The replay follows the requests too: its peak is evaluate()'s.
+    CHECK(e.requested_peak == evaluate(a.program, e.bindings).peak_bytes);
     prev = e.peak.peak_bytes;
   }
 }
@@ -301,4 +303,46 @@ TEST_CASE("a batch probe answers what estimating and replaying under the cap ans
       CHECK_MESSAGE(fits_budget(a, batch, budget) == slow, "batch ", batch, " budget ", budget);
     }
   }
+}
+
+TEST_CASE("a ReLU after a convolution or batch norm runs in place; after a linear layer it allocates") {
+  // torchvision's conv-bn-relu blocks use nn.ReLU(inplace=True): the ReLU overwrites the
+  // batch norm's output, which batch norm's backward never reads. A ReLU on a Linear's
+  // output (nn.TransformerEncoderLayer's F.relu), or on a tensor read twice, allocates.
+  const char* text = R"(
+opset 17
+input x float32 batch,3,8,8
+param c.weight float32 4,3,3,3
+param bn.weight float32 4
+param bn.bias float32 4
+buffer bn.mean float32 4
+buffer bn.var float32 4
+param fc.weight float32 16,256
+node Conv x c.weight -> h pads=1,1,1,1 @c
+node BatchNormalization h bn.weight bn.bias bn.mean bn.var -> n @bn
+node Relu n -> r @relu1
+node Flatten r -> f @flat
+node memest::Linear f fc.weight -> l @fc
+node Relu l -> r2 @relu2
+node Relu h -> r3 @relu3
+node Add r2 r2 -> s @sum
+output s
+output r3
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze_text(text, cfg);
+  auto outputs_allocated_by = [&](const char* module) {
+    int count = 0;
+    for (const Block& b : a.program.blocks) {
+      if (b.node >= 0 && a.graph.nodes[b.node].module == module && b.category == Category::Activations) ++count;
+    }
+    return count;  // over the three iterations
+  };
+  CHECK(outputs_allocated_by("relu1") == 0);  // in place on batch norm's output
+  CHECK(outputs_allocated_by("relu2") == 3);  // on a Linear's output: one per iteration
+  CHECK(outputs_allocated_by("relu3") == 3);  // the conv's output is also read by batch norm
+  // In place, the ReLU's output is batch norm's block: [batch, 4, 8, 8] fp32, 1024 B per sample.
+  const Estimate e = estimate(a, 2);
+  CHECK(e.peak.peak_bytes > 0);
 }

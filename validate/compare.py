@@ -337,6 +337,9 @@ def main(argv):
                 out.append("%s |error| %.2f%% > %.2f%%" % (key, 100 * s[key], 100 * limits[key]))
         if "under_3pct" in limits and s["under_3pct"] > limits["under_3pct"]:
             out.append("%d underestimates beyond 3%% (allowed %d)" % (s["under_3pct"], limits["under_3pct"]))
+        for key in ("reserved_median", "reserved_p90"):
+            if key in limits and key in s and s[key] > limits[key]:
+                out.append("%s |error| %.2f%% > %.2f%%" % (key.replace("_", " "), 100 * s[key], 100 * limits[key]))
         return out
 
     # The bar is the goal; the regression limits are what was measured when the results

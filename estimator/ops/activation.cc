@@ -34,10 +34,10 @@ std::vector<SavedExtra> softsign_denominator(const Graph& g, const Node& n) {
 constexpr const char* kFamily = "activation";
 
 const OpInfo kOps[] = {
-    {.op = "Relu", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A",
-     .note = "threshold_backward reads the result"},
-    {.op = "LeakyRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
-     .note = "backward reads the input's sign"},
+    {.op = "Relu", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A", .inplace = true,
+     .note = "threshold_backward reads the result; in place after conv/batch norm"},
+    {.op = "LeakyRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .inplace = true,
+     .note = "backward reads the input's sign; in place after conv/batch norm"},
     {.op = "PRelu", .family = kFamily, .shape = prelu, .autocast = Autocast::Lower, .saved_inputs = bits({0, 1}),
      .grads = "AA", .note = "keeps input and slope; on autocast's lower-precision list"},
     {.op = "Elu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",

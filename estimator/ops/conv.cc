@@ -237,10 +237,10 @@ constexpr const char* kFamily = "conv";
 
 const OpInfo kOps[] = {
     {.op = "Conv", .family = kFamily, .shape = conv, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
-     .grads = "AAA", .fwd_workspace = conv_fwd_workspace, .bwd_workspace = conv_bwd_workspace,
-     .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
+     .grads = "AAA", .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
+     .bwd_workspace = conv_bwd_workspace, .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
     {.op = "ConvTranspose", .family = kFamily, .shape = conv_transpose, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA", .fwd_workspace = conv_fwd_workspace,
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
      .bwd_workspace = conv_bwd_workspace, .note = "transposed convolution; saves like Conv"},
 };
 

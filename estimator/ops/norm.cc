@@ -148,7 +148,7 @@ constexpr const char* kFamily = "norm";
 
 const OpInfo kOps[] = {
     {.op = "BatchNormalization", .family = kFamily, .shape = batch_norm, .saved_inputs = bits({0, 1}),
-     .saved_extra = batch_norm_stats, .grads = "AAANN",
+     .saved_extra = batch_norm_stats, .grads = "AAANN", .overwritable_output = true,
      .note = "training batch_norm: keeps input, weight and fp32 mean/invstd per channel"},
     {.op = "LayerNormalization", .family = kFamily, .shape = layer_norm, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0, 1}), .saved_extra = layer_norm_stats, .grads = "AAA",
