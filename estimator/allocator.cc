@@ -23,8 +23,11 @@ constexpr int64_t kRoundLarge = 2 << 20;
 // them (the id standing in for the address). A replay does a best-fit lookup, an
 // erase and an insert per event, over pools of thousands of blocks but only a few
 // hundred distinct sizes (a model allocates the same shapes over and over): a sorted
-// vector of the sizes, and per size its ids, kept descending so that the smallest,
-// the one best fit takes, comes off the back.
+// vector of the sizes, and per size a min-heap of its ids. An erase only forgets the
+// id (member_), leaving its heap entry to be skipped when it surfaces: a sorted id
+// vector per size made each insert and erase shift the ids after it, quadratic on
+// a million-node graph, whose pools hold hundreds of thousands of blocks of one size.
+// A block id is in the pool under one size at a time.
 class FreePool {
  public:
   struct Key {
@@ -37,60 +40,82 @@ class FreePool {
   bool take_best_fit(int64_t size, Key* out) {
     const size_t i = bucket_for(size);
     if (i == sizes_.size()) return false;
-    auto& ids = ids_[i];
-    *out = {sizes_[i], ids.back()};
-    ids.pop_back();
-    if (ids.empty()) drop_bucket(i);
+    Bucket& bk = buckets_[i];
+    while (!is_member(bk.heap.front(), sizes_[i])) pop(bk);
+    *out = {sizes_[i], bk.heap.front()};
+    pop(bk);
+    member_[out->id] = -1;
+    if (--bk.count == 0) drop_bucket(i);
     return true;
   }
 
   void insert(const Key& k) {
+    if (is_member(k.id, k.size)) return;  // already there (a set ignores it too)
     size_t i = bucket_for(k.size);
     if (i == sizes_.size() || sizes_[i] != k.size) {
       sizes_.insert(sizes_.begin() + static_cast<long>(i), k.size);
-      ids_.insert(ids_.begin() + static_cast<long>(i), take_spare());
+      buckets_.insert(buckets_.begin() + static_cast<long>(i), Bucket{take_spare(), 0});
     }
-    auto& ids = ids_[i];
-    auto it = std::lower_bound(ids.begin(), ids.end(), k.id, std::greater<>());
-    if (it != ids.end() && *it == k.id) return;  // already there (a set ignores it too)
-    ids.insert(it, k.id);
+    Bucket& bk = buckets_[i];
+    bk.heap.push_back(k.id);
+    std::push_heap(bk.heap.begin(), bk.heap.end(), std::greater<>());
+    ++bk.count;
+    if (static_cast<size_t>(k.id) >= member_.size()) member_.resize(static_cast<size_t>(k.id) + 1, -1);
+    member_[k.id] = k.size;
   }
 
   /// Erases k when present.
   void erase(const Key& k) {
-    size_t i = bucket_for(k.size);
-    if (i == sizes_.size() || sizes_[i] != k.size) return;
-    auto& ids = ids_[i];
-    auto it = std::lower_bound(ids.begin(), ids.end(), k.id, std::greater<>());
-    if (it == ids.end() || *it != k.id) return;
-    ids.erase(it);
-    if (ids.empty()) drop_bucket(i);
+    if (!is_member(k.id, k.size)) return;
+    member_[k.id] = -1;
+    const size_t i = bucket_for(k.size);
+    if (--buckets_[i].count == 0) drop_bucket(i);
   }
 
   /// Erases every key for which pred(key) is true, in key order.
   template <typename Pred>
   void erase_if(Pred pred) {
     for (size_t i = sizes_.size(); i-- > 0;) {
-      auto& ids = ids_[i];
-      std::vector<int> keep;
-      for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
-        if (!pred(Key{sizes_[i], *it})) keep.push_back(*it);
+      Bucket& bk = buckets_[i];
+      std::vector<int> ids;
+      for (int id : bk.heap) {
+        if (is_member(id, sizes_[i])) ids.push_back(id);
       }
-      std::reverse(keep.begin(), keep.end());
-      ids = std::move(keep);
-      if (ids.empty()) drop_bucket(i);
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      bk.heap.clear();
+      for (int id : ids) {
+        if (pred(Key{sizes_[i], id})) {
+          member_[id] = -1;
+        } else {
+          bk.heap.push_back(id);  // ascending: already a min-heap
+        }
+      }
+      bk.count = static_cast<int>(bk.heap.size());
+      if (bk.count == 0) drop_bucket(i);
     }
   }
 
  private:
+  struct Bucket {
+    std::vector<int> heap;  ///< ids, a min-heap; may hold ids erased since (not members)
+    int count = 0;          ///< members of this size
+  };
+  bool is_member(int id, int64_t size) const {
+    return static_cast<size_t>(id) < member_.size() && member_[id] == size;
+  }
+  static void pop(Bucket& bk) {
+    std::pop_heap(bk.heap.begin(), bk.heap.end(), std::greater<>());
+    bk.heap.pop_back();
+  }
   // The first size >= size (sizes_.size() when none).
   size_t bucket_for(int64_t size) const {
     return static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin());
   }
   void drop_bucket(size_t i) {
-    spare_.push_back(std::move(ids_[i]));
+    spare_.push_back(std::move(buckets_[i].heap));
     sizes_.erase(sizes_.begin() + static_cast<long>(i));
-    ids_.erase(ids_.begin() + static_cast<long>(i));
+    buckets_.erase(buckets_.begin() + static_cast<long>(i));
   }
   std::vector<int> take_spare() {
     if (spare_.empty()) return {};
@@ -101,8 +126,9 @@ class FreePool {
   }
 
   std::vector<int64_t> sizes_;            // distinct sizes present, ascending
-  std::vector<std::vector<int>> ids_;     // ids_[i]: free blocks of sizes_[i], ids descending
-  std::vector<std::vector<int>> spare_;   // emptied id vectors, reused for new sizes
+  std::vector<Bucket> buckets_;           // buckets_[i]: free blocks of sizes_[i]
+  std::vector<std::vector<int>> spare_;   // emptied heaps, reused for new sizes
+  std::vector<int64_t> member_;           // per block id: the size it is free under, or -1
 };
 
 struct Blk {
