@@ -654,6 +654,10 @@ class Builder {
       } else {
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
         first_cublas_call();
+        if (i == 0 && info && info->bwd_data_workspace) {
+          Expr ws = info->bwd_data_workspace(g_, n, d, true);
+          if (!ws.is_zero()) unref(workspace(std::move(ws), k));
+        }
       }
       if (eff[i].cast) {
         // ToCopyBackward casts the gradient of autocast's copy back; it is a node of its

@@ -188,5 +188,22 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
   }
 }
 
+TEST_CASE("conv: backward's two cuDNN calls keep workspaces of their own") {
+  // resnet18's layer1 conv (64 -> 64, 56x56, 3x3). The probe at batch 8 records, in
+  // order: grad_input, dgrad's workspace of 12,992,528 B (allocated and freed),
+  // grad_weight, wgrad's workspace of 15,057,575 B. Rounded to 512 B and per sample:
+  //   dgrad 12,993,024 / 8 = 1,624,128;  wgrad 15,057,920 / 8 = 1,882,240
+  // (the largest per-sample value over the measured batches; batch 8's is the largest).
+  Graph g = infer(R"(
+    input x float32 batch,64,56,56
+    param w float32 64,64,3,3
+    node Conv x w -> y kernel_shape=3,3 pads=1,1,1,1
+  )");
+  const Node& n = producer(g, "y");
+  REQUIRE(static_cast<bool>(n.info->bwd_data_workspace));
+  CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true).str() == "1624128*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true).str() == "1882240*batch");
+}
+
 }  // namespace
 }  // namespace memest

@@ -9,6 +9,13 @@ events, each rounded to the caching allocator's 512 B, minus the bytes still ali
 the end (the outputs: y, grad_input, grad_weight, grad_bias). That is what the
 simulator adds as a transient right after the node's outputs.
 
+The backward is two cuDNN calls, each with a workspace of its own: the input's gradient
+(dgrad), then the weight's (wgrad). The probes record grad_input, dgrad's workspace
+(allocated and freed), grad_weight, wgrad's workspace, grad_bias. The table keeps the
+two apart (bwd_data, bwd_weight: the transient above the gradients made so far, while
+one, then two or more gradients exist): a workspace cached after dgrad seldom fits
+wgrad's, and the segments each one makes are what the reserved memory holds.
+
 memest keeps the batch symbolic, so a workspace must be per_sample * N. per_sample is
 taken at the largest batch measured for the layer: large batches are where peaks and
 max-batch answers matter, and cuDNN's heuristics may pick another engine at small ones.
@@ -31,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DTYPES = {"float32": "DType::F32", "float16": "DType::F16", "bfloat16": "DType::BF16"}
 PHASES = ("fwd", "bwd", "bwd_first")
+COLUMNS = ("fwd", "bwd_data", "bwd_weight", "bwd_first")
 
 
 def rounded(b):
@@ -44,6 +52,29 @@ def transient(events):
         live += rounded(size) if action == "a" else -rounded(size)
         peak = max(peak, live)
     return peak - live
+
+
+def split_backward(events):
+    """(dgrad, wgrad) transients of a full backward: above the gradients allocated so far
+    (allocations never freed in the probe), while one gradient exists, then two or more."""
+    freed = set()
+    live_at = {}
+    for i, (action, size) in enumerate(events):
+        if action == "a":
+            live_at.setdefault(size, []).append(i)
+        elif live_at.get(size):
+            freed.add(live_at[size].pop())
+    live = kept = grads = 0
+    out = [0, 0]
+    for i, (action, size) in enumerate(events):
+        live += rounded(size) if action == "a" else -rounded(size)
+        if action == "a" and i not in freed:
+            kept += rounded(size)
+            grads += 1
+        if grads >= 1:
+            part = 0 if grads == 1 else 1
+            out[part] = max(out[part], live - kept)
+    return tuple(out)
 
 
 def layer_key(row):
@@ -64,7 +95,7 @@ def load(path, exclude):
             if exclude and set(row["models"]) <= exclude:
                 continue
             versions.add((row.get("torch"), row.get("cudnn")))
-            t = tuple(transient(row[p]) for p in PHASES)
+            t = (transient(row["fwd"]),) + split_backward(row["bwd"]) + (transient(row["bwd_first"]),)
             old = layers[layer_key(row)].get(row["n"])
             layers[layer_key(row)][row["n"]] = tuple(max(a, b) for a, b in zip(old, t)) if old else t
     return layers, versions
@@ -83,7 +114,7 @@ def per_sample(by_n):
 def linearity(layers):
     """Per phase: how the largest-n per-sample value predicts the other measured batches."""
     out = []
-    for p, name in enumerate(PHASES):
+    for p, name in enumerate(COLUMNS):
         c = collections.Counter()
         abs_err = []
         for by_n in layers.values():
@@ -125,8 +156,8 @@ def write(layers, versions, out, argv, exclude):
         lines.append("// Rows of these models left out: %s" % ",".join(sorted(exclude)))
     lines += [
         "// Row: {transposed, run dtype, Cin, H, W, Cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw,",
-        "//       n (the batch the values come from), fwd, bwd, bwd_first} with the last three in",
-        "//       bytes per sample of the transient above the outputs (see the generator's docstring).",
+        "//       n (the batch the values come from), fwd, bwd_data, bwd_weight, bwd_first} with the",
+        "//       last four in bytes per sample of the transient above the outputs (see the generator).",
     ]
     for key in sorted(layers, key=lambda k: (k[0], list(DTYPES).index(k[1])) + k[2:]):
         n, ps = per_sample(layers[key])

@@ -108,7 +108,7 @@ struct CudnnRow {
   DType dtype;
   int64_t cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw;
   int64_t n;  // the batch the per-sample values were measured at
-  int64_t fwd, bwd, bwd_first;
+  int64_t fwd, bwd_data, bwd_weight, bwd_first;
 
   auto key() const {
     return std::tie(transposed, dtype, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw);
@@ -164,9 +164,10 @@ std::optional<CudnnRow> layer_of(const Graph& g, const Node& n, DType run) {
   return r;
 }
 
-// Per-sample workspace bytes of one layer: {fwd, bwd, bwd_first}.
+// Per-sample workspace bytes of one layer: forward; backward's input-gradient call
+// (dgrad) and weight-gradient call (wgrad); wgrad alone, for a first layer.
 struct Workspaces {
-  int64_t fwd = 0, bwd = 0, bwd_first = 0;
+  int64_t fwd = 0, bwd_data = 0, bwd_weight = 0, bwd_first = 0;
 };
 
 // Grouping type: dense, depthwise (one group per channel), or other grouped.
@@ -193,7 +194,9 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
   const auto& rows = cudnn_table();
   auto it = std::lower_bound(rows.begin(), rows.end(), *want,
                              [](const CudnnRow& a, const CudnnRow& b) { return a.key() < b.key(); });
-  if (it != rows.end() && it->key() == want->key()) return Workspaces{it->fwd, it->bwd, it->bwd_first};
+  if (it != rows.end() && it->key() == want->key()) {
+    return Workspaces{it->fwd, it->bwd_data, it->bwd_weight, it->bwd_first};
+  }
   if (want->cin <= 0 || want->cout <= 0 || want->h * want->w <= 0) return std::nullopt;
   auto lg = [](int64_t v) { return std::log2(static_cast<double>(v)); };
   const CudnnRow* best = nullptr;
@@ -214,7 +217,7 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
   if (!best || best_d > kNearby) return std::nullopt;
   const double scale = activation_size(*want) / activation_size(*best);
   auto scaled = [&](int64_t v) { return static_cast<int64_t>(std::ceil(static_cast<double>(v) * scale)); };
-  return Workspaces{scaled(best->fwd), scaled(best->bwd), scaled(best->bwd_first)};
+  return Workspaces{scaled(best->fwd), scaled(best->bwd_data), scaled(best->bwd_weight), scaled(best->bwd_first)};
 }
 
 Expr per_sample(const Graph& g, const Node& n, int64_t bytes) {
@@ -227,10 +230,17 @@ Expr conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool) {
   return w ? per_sample(g, n, w->fwd) : Expr(0);
 }
 
-// A first layer (input without gradient) computes the weight's gradient alone.
+// dgrad's workspace, right after the input's gradient.
+Expr conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool) {
+  const auto w = cudnn_workspaces(g, n, run);
+  return w ? per_sample(g, n, w->bwd_data) : Expr(0);
+}
+
+// wgrad's, after the weight's gradient. A first layer (input without gradient)
+// computes the weight's gradient alone.
 Expr conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool input_grad) {
   const auto w = cudnn_workspaces(g, n, run);
-  return w ? per_sample(g, n, input_grad ? w->bwd : w->bwd_first) : Expr(0);
+  return w ? per_sample(g, n, input_grad ? w->bwd_weight : w->bwd_first) : Expr(0);
 }
 
 constexpr const char* kFamily = "conv";
@@ -238,9 +248,11 @@ constexpr const char* kFamily = "conv";
 const OpInfo kOps[] = {
     {.op = "Conv", .family = kFamily, .shape = conv, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
      .grads = "AAA", .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
-     .bwd_workspace = conv_bwd_workspace, .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
+     .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace,
+     .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
     {.op = "ConvTranspose", .family = kFamily, .shape = conv_transpose, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA", .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .overwritable_output = true,
+     .fwd_workspace = conv_fwd_workspace, .bwd_data_workspace = conv_bwd_data_workspace,
      .bwd_workspace = conv_bwd_workspace, .note = "transposed convolution; saves like Conv"},
 };
 

@@ -140,6 +140,10 @@ struct OpInfo {
   /// (convolution, batch norm: the conv-bn-relu block).
   bool overwritable_output = false;
   WorkspaceFn fwd_workspace = nullptr;
+  /// Scratch of the input's gradient computation, allocated and freed right after
+  /// that gradient (cuDNN's dgrad call; `input_grad` is true).
+  WorkspaceFn bwd_data_workspace = nullptr;
+  /// Scratch of the rest of backward (cuDNN's wgrad), after the other gradients.
   WorkspaceFn bwd_workspace = nullptr;
   const char* domain = "";         ///< "" (ONNX default) or "memest"
   const char* note = "";           ///< one line for `memest ops`
