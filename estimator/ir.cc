@@ -100,6 +100,8 @@ Expr Tensor::bytes() const {
   return product(*shape) * Expr(dtype_size(dtype));
 }
 
+const AttributeExtra Attribute::kNoExtra;
+
 const Attribute* Attrs::find(std::string_view key) const {
   for (const auto& [k, a] : items_) {
     if (k == key) return &a;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,20 +64,49 @@ struct Tensor {
   Expr bytes() const;
 };
 
-/// A node attribute (ONNX attribute kinds, minus graphs which are noted only).
+/// An attribute's rarely used parts: float and string lists, and a tensor value
+/// (Constant's: dtype, dims, and the contents when small).
+struct AttributeExtra {
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+  DType t_dtype = DType::Undefined;
+  std::vector<int64_t> t_dims;
+  std::optional<std::vector<int64_t>> t_ints;
+  std::optional<std::vector<double>> t_floats;
+};
+
+/// A node attribute (ONNX attribute kinds, minus graphs which are noted only). Ints,
+/// floats and strings cover nearly all of a graph's attributes; the rest lives out of
+/// line (a million-node graph holds hundreds of thousands of attributes).
 struct Attribute {
   enum Kind : uint8_t { Int, Float, String, Ints, Floats, Strings, Tensor, Graph } kind = Int;
   int64_t i = 0;
   double f = 0;
   std::string s;
   std::vector<int64_t> ints;
-  std::vector<double> floats;
-  std::vector<std::string> strings;
-  // Tensor attributes (Constant's value): dtype, dims, and integer contents when small.
-  DType t_dtype = DType::Undefined;
-  std::vector<int64_t> t_dims;
-  std::optional<std::vector<int64_t>> t_ints;
-  std::optional<std::vector<double>> t_floats;
+
+  Attribute() = default;
+  Attribute(const Attribute& o) : kind(o.kind), i(o.i), f(o.f), s(o.s), ints(o.ints) {
+    if (o.extra_) extra_ = std::make_unique<AttributeExtra>(*o.extra_);
+  }
+  Attribute(Attribute&&) noexcept = default;
+  Attribute& operator=(const Attribute& o) {
+    if (this != &o) *this = Attribute(o);
+    return *this;
+  }
+  Attribute& operator=(Attribute&&) noexcept = default;
+
+  /// The floats, strings and tensor parts (all empty when never set).
+  const AttributeExtra& extra() const { return extra_ ? *extra_ : kNoExtra; }
+  /// The same, for writing (made on first use).
+  AttributeExtra& extra() {
+    if (!extra_) extra_ = std::make_unique<AttributeExtra>();
+    return *extra_;
+  }
+
+ private:
+  static const AttributeExtra kNoExtra;
+  std::unique_ptr<AttributeExtra> extra_;
 };
 
 /// A node's attributes. Nodes have a handful at most, so a flat list searched in

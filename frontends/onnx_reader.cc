@@ -129,20 +129,20 @@ Attribute lower_attribute(onnx::AttributeProto& a, const std::string& file) {
       break;
     case onnx::AttributeProto::FLOATS:
       out.kind = Attribute::Floats;
-      out.floats.assign(a.floats().begin(), a.floats().end());
+      out.extra().floats.assign(a.floats().begin(), a.floats().end());
       break;
     case onnx::AttributeProto::STRINGS:
       out.kind = Attribute::Strings;
-      out.strings.assign(a.strings().begin(), a.strings().end());
+      out.extra().strings.assign(a.strings().begin(), a.strings().end());
       break;
     case onnx::AttributeProto::TENSOR: {
       out.kind = Attribute::Tensor;
       const auto& t = a.t();
-      out.t_dtype = dtype_from_onnx(t.data_type());
-      out.t_dims.assign(t.dims().begin(), t.dims().end());
+      out.extra().t_dtype = dtype_from_onnx(t.data_type());
+      out.extra().t_dims.assign(t.dims().begin(), t.dims().end());
       int64_t numel = checked_numel(t.dims(), file, a.name());
-      out.t_ints = read_ints(t, numel);
-      out.t_floats = read_floats(t, numel);
+      out.extra().t_ints = read_ints(t, numel);
+      out.extra().t_floats = read_floats(t, numel);
       break;
     }
     case onnx::AttributeProto::GRAPH:
@@ -155,7 +155,7 @@ Attribute lower_attribute(onnx::AttributeProto& a, const std::string& file) {
       else if (a.has_f()) { out.kind = Attribute::Float; out.f = a.f(); }
       else if (a.has_s()) { out.kind = Attribute::String; out.s = a.s(); }
       else if (a.ints_size()) { out.kind = Attribute::Ints; out.ints.assign(a.ints().begin(), a.ints().end()); }
-      else if (a.floats_size()) { out.kind = Attribute::Floats; out.floats.assign(a.floats().begin(), a.floats().end()); }
+      else if (a.floats_size()) { out.kind = Attribute::Floats; out.extra().floats.assign(a.floats().begin(), a.floats().end()); }
       break;
   }
   return out;

@@ -192,10 +192,10 @@ class LineParser {
         a.ints.push_back(*parse_int(p));
       } else if (floats) {
         a.kind = Attribute::Floats;
-        a.floats.push_back(*parse_float(p));
+        a.extra().floats.push_back(*parse_float(p));
       } else {
         a.kind = Attribute::Strings;
-        a.strings.push_back(p);
+        a.extra().strings.push_back(p);
       }
     }
     return a;
@@ -207,30 +207,30 @@ class LineParser {
     want(f.size() == 3 || f.size() == 4, "expected tensor:DTYPE:DIMS[:V,V,...], got '" + s + "'");
     Attribute a;
     a.kind = Attribute::Tensor;
-    a.t_dtype = dtype(f[1]);
+    a.extra().t_dtype = dtype(f[1]);
     int64_t numel = 1;
     if (f[2] != "-") {
       for (const auto& d : split(f[2], ',')) {
         auto v = parse_int(d);
         want(v && *v >= 0, "tensor attribute dims must be integers, got '" + d + "'");
-        a.t_dims.push_back(*v);
+        a.extra().t_dims.push_back(*v);
         numel = checked_mul(numel, *v);
       }
     }
     if (f.size() == 4) {
       Attribute contents = list(f[3]);
-      bool fl = is_floating(a.t_dtype);
-      size_t n = contents.kind == Attribute::Ints ? contents.ints.size() : contents.floats.size();
+      bool fl = is_floating(a.extra().t_dtype);
+      size_t n = contents.kind == Attribute::Ints ? contents.ints.size() : contents.extra().floats.size();
       want(contents.kind != Attribute::Strings && (fl || contents.kind == Attribute::Ints),
            "bad tensor contents '" + f[3] + "'");
       want(static_cast<int64_t>(n) == numel, "tensor attribute has " + std::to_string(n) + " values for " +
                                                  std::to_string(numel) + " elements");
       if (fl) {
-        std::vector<double> v(contents.floats.begin(), contents.floats.end());
+        std::vector<double> v(contents.extra().floats.begin(), contents.extra().floats.end());
         if (contents.kind == Attribute::Ints) v.assign(contents.ints.begin(), contents.ints.end());
-        a.t_floats = std::move(v);
+        a.extra().t_floats = std::move(v);
       } else {
-        a.t_ints = contents.ints;
+        a.extra().t_ints = contents.ints;
       }
     }
     return a;

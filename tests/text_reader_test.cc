@@ -81,7 +81,7 @@ TEST_CASE("text reader: nodes and attributes") {
   CHECK(c.attr("alpha")->kind == Attribute::Float);
   CHECK(c.attr_float("alpha", 0) == 0.5);
   CHECK(c.attr("scales")->kind == Attribute::Floats);
-  CHECK(c.attr("scales")->floats == std::vector<double>{1.5, 2});
+  CHECK(c.attr("scales")->extra().floats == std::vector<double>{1.5, 2});
   CHECK(c.attr_string("mode", "") == "nearest");
   CHECK(c.attr_string("s", "") == "a b");
 
@@ -90,20 +90,20 @@ TEST_CASE("text reader: nodes and attributes") {
   CHECK(d.outputs == std::vector<int>{g.find_tensor("z"), -1});
   CHECK(d.attr("empty")->kind == Attribute::Ints);
   CHECK(d.attr("empty")->ints.empty());
-  CHECK(d.attr("names")->strings == std::vector<std::string>{"a", "b"});
+  CHECK(d.attr("names")->extra().strings == std::vector<std::string>{"a", "b"});
 
   CHECK(g.nodes[2].domain == "memest");
   CHECK(g.nodes[2].op == "Linear");
 
   const Attribute* v = g.nodes[3].attr("value");
   CHECK(v->kind == Attribute::Tensor);
-  CHECK(v->t_dtype == DType::I64);
-  CHECK(v->t_dims == std::vector<int64_t>{2});
-  CHECK(*v->t_ints == std::vector<int64_t>{4, 5});
+  CHECK(v->extra().t_dtype == DType::I64);
+  CHECK(v->extra().t_dims == std::vector<int64_t>{2});
+  CHECK(*v->extra().t_ints == std::vector<int64_t>{4, 5});
   const Attribute* sc = g.nodes[3].attr("scalar");
-  CHECK(sc->t_dims.empty());
-  CHECK(*sc->t_floats == std::vector<double>{0.5});
-  CHECK(!g.nodes[3].attr("shapeonly")->t_floats);
+  CHECK(sc->extra().t_dims.empty());
+  CHECK(*sc->extra().t_floats == std::vector<double>{0.5});
+  CHECK(!g.nodes[3].attr("shapeonly")->extra().t_floats);
 
   CHECK(g.nodes[4].attr_string("equation", "") == "bhqd,bhkd->bhqk");
 }

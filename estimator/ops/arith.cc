@@ -31,15 +31,15 @@ std::vector<Expr> exprs(const std::vector<int64_t>& v) { return std::vector<Expr
 // Records a tensor attribute's contents on output 0: integers as the value,
 // floats as the float value.
 void set_contents(ShapeContext& ctx, const Attribute& a) {
-  if (a.t_ints) ctx.set_value(0, exprs(*a.t_ints));
-  if (a.t_floats) ctx.set_fvalue(0, *a.t_floats);
+  if (a.extra().t_ints) ctx.set_value(0, exprs(*a.extra().t_ints));
+  if (a.extra().t_floats) ctx.set_fvalue(0, *a.extra().t_floats);
 }
 
 void constant(ShapeContext& ctx) {
   const Node& n = ctx.node();
   if (const Attribute* a = n.attr("value")) {
     if (a->kind != Attribute::Tensor) ctx.fail("attribute 'value' is not a tensor");
-    ctx.set_output(0, a->t_dtype, exprs(a->t_dims));
+    ctx.set_output(0, a->extra().t_dtype, exprs(a->extra().t_dims));
     set_contents(ctx, *a);
   } else if (const Attribute* i = n.attr("value_int")) {
     ctx.set_output(0, DType::I64, {});
@@ -51,12 +51,12 @@ void constant(ShapeContext& ctx) {
     ctx.set_output(0, DType::F32, {});
     ctx.set_fvalue(0, {ctx.attr_float("value_float", 0)});
   } else if (const Attribute* fs = n.attr("value_floats")) {
-    ctx.set_output(0, DType::F32, {Expr(static_cast<int64_t>(fs->floats.size()))});
-    ctx.set_fvalue(0, fs->floats);
+    ctx.set_output(0, DType::F32, {Expr(static_cast<int64_t>(fs->extra().floats.size()))});
+    ctx.set_fvalue(0, fs->extra().floats);
   } else if (n.attr("value_string")) {
     ctx.set_output(0, DType::String, {});
   } else if (const Attribute* ss = n.attr("value_strings")) {
-    ctx.set_output(0, DType::String, {Expr(static_cast<int64_t>(ss->strings.size()))});
+    ctx.set_output(0, DType::String, {Expr(static_cast<int64_t>(ss->extra().strings.size()))});
   }
   // sparse_value: left undecided, so the driver falls back to a declared shape.
 }
@@ -66,16 +66,16 @@ void constant_of_shape(ShapeContext& ctx) {
   const auto* dims = ctx.in_value(0);
   if (!dims) return;
   const Attribute* a = ctx.node().attr("value");
-  const DType t = a && a->t_dtype != DType::Undefined ? a->t_dtype : DType::F32;
+  const DType t = a && a->extra().t_dtype != DType::Undefined ? a->extra().t_dtype : DType::F32;
   ctx.set_output(0, t, *dims);
   auto n = foldable_numel(*dims);
   if (!n) return;
   if (!a) {
     ctx.set_fvalue(0, std::vector<double>(*n, 0.0));
-  } else if (a->t_ints && a->t_ints->size() == 1) {
-    ctx.set_value(0, std::vector<Expr>(*n, Expr((*a->t_ints)[0])));
-  } else if (a->t_floats && a->t_floats->size() == 1) {
-    ctx.set_fvalue(0, std::vector<double>(*n, (*a->t_floats)[0]));
+  } else if (a->extra().t_ints && a->extra().t_ints->size() == 1) {
+    ctx.set_value(0, std::vector<Expr>(*n, Expr((*a->extra().t_ints)[0])));
+  } else if (a->extra().t_floats && a->extra().t_floats->size() == 1) {
+    ctx.set_fvalue(0, std::vector<double>(*n, (*a->extra().t_floats)[0]));
   }
 }
 

@@ -523,7 +523,7 @@ void resample(ShapeContext& ctx, size_t scales_at, bool has_sizes) {
   } else {
     std::optional<std::vector<double>> scales;
     if (const Attribute* a = ctx.node().attr("scales")) {
-      scales = a->kind == Attribute::Floats ? a->floats : std::vector<double>(a->ints.begin(), a->ints.end());
+      scales = a->kind == Attribute::Floats ? a->extra().floats : std::vector<double>(a->ints.begin(), a->ints.end());
     } else {
       scales = const_floats(ctx, scales_at);
     }
