@@ -81,6 +81,7 @@ class Builder {
       io_.insert(io_.end(), n.outputs.begin(), n.outputs.end());
     }
     io_at_[2 * nn] = static_cast<uint32_t>(io_.size());
+    eff_.resize(io_.size());
     for (size_t k = 0; k < nn; ++k) {
       dead_[k] = g.nodes[k].dead;
       loss_node_[k] = g.nodes[k].domain == "memest" && g.nodes[k].module == "loss";
@@ -104,7 +105,6 @@ class Builder {
       numel_[t] = ten.shape ? product(*ten.shape) : Expr(0);
     }
     node_rg_.assign(nn, false);
-    eff_.resize(nn);
     prog_.saved_by_node.resize(nn);
     low_ = cfg.amp == Amp::BF16 ? DType::BF16 : DType::F16;
     segment_of_.assign(nn, -1);
@@ -178,6 +178,11 @@ class Builder {
   std::span<const int> inputs(int k) const { return span(io_at_[2 * k], io_at_[2 * k + 1]); }
   std::span<const int> outputs(int k) const { return span(io_at_[2 * k + 1], io_at_[2 * k + 2]); }
   std::span<const int> span(uint32_t from, uint32_t to) const { return {io_.data() + from, io_.data() + to}; }
+  /// Node k's inputs as its op saw them (forward fills them, backward reads them).
+  std::span<EffectiveInput> effective(int k) { return {eff_.data() + io_at_[2 * k], eff_.data() + io_at_[2 * k + 1]}; }
+  std::span<const EffectiveInput> effective(int k) const {
+    return {eff_.data() + io_at_[2 * k], eff_.data() + io_at_[2 * k + 1]};
+  }
   void ref(int b, int times) {
     if (b >= 0) refs_[b] += times;
   }
@@ -216,7 +221,7 @@ class Builder {
   }
 
   // ---- forward -----------------------------------------------------------------
-  DType widest_float(const std::vector<EffectiveInput>& in, DType fallback) const {
+  DType widest_float(std::span<const EffectiveInput> in, DType fallback) const {
     DType best = DType::Undefined;
     for (const auto& e : in) {
       if (e.tensor < 0 || !is_floating(e.dtype)) continue;
@@ -272,8 +277,8 @@ class Builder {
     const Autocast policy = info ? info->autocast : Autocast::Keep;
 
     // Inputs as the op sees them: autocast may cast them first.
-    std::vector<EffectiveInput>& eff = eff_[k];
-    eff.assign(ins.size(), {});
+    const std::span<EffectiveInput> eff = effective(k);
+    std::fill(eff.begin(), eff.end(), EffectiveInput{});
     std::vector<int> temps;  // cast copies owned by this call
     for (size_t i = 0; i < ins.size(); ++i) {
       int t = ins[i];
@@ -450,7 +455,7 @@ class Builder {
   // An in-place activation (OpInfo::inplace) overwrites its input, in the same dtype,
   // when only it reads that input and the input's producer never reads its own output.
   // A frontend that knows (TorchScript's relu_) says so with the attribute inplace=1.
-  bool runs_in_place(const Node& n, const OpInfo* info, const std::vector<EffectiveInput>& eff, DType out) const {
+  bool runs_in_place(const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out) const {
     if (!info || !info->inplace || eff.empty() || eff[0].cast || eff[0].block < 0 || eff[0].dtype != out) return false;
     const TensorFacts& in = facts_[eff[0].tensor];
     if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
@@ -628,7 +633,7 @@ class Builder {
     const Node& n = g_.nodes[k];
     const OpInfo* info = info_[k];
     const std::span<const int> ins = inputs(k), outs = outputs(k);
-    const auto& eff = eff_[k];
+    const std::span<const EffectiveInput> eff = effective(k);
     // Backward runs on autograd's device thread, whose cuBLAS handle has its own
     // workspace, created by the first cuBLAS call there: after that call's output (GPU
     // traces: the LM head's weight gradient, then the 32 MiB workspace, then the input's).
@@ -741,7 +746,7 @@ class Builder {
   std::vector<int> spare_cache_;  // a recompute's autocast cache (checkpoint)
   std::vector<int> cached_;       // tensors cached since the last recompute began
   std::vector<Expr> numel_;
-  std::vector<std::vector<EffectiveInput>> eff_;
+  std::vector<EffectiveInput> eff_;  // per node input, at the inputs' offsets in io_ (see effective)
   std::vector<int> params_;
   std::vector<int> follows_;
   struct CastBack {
