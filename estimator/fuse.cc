@@ -219,6 +219,28 @@ class Fuser {
     return w.outputs[0];
   }
 
+  // torch.onnx's dynamo exporter spells k.transpose(-2, -1) as a reshape to 3-D, a
+  // transpose of the last two dims and a reshape back. Inside the fused kernel that is
+  // no op at all; left outside, the first reshape (of a permuted k) copies k, which
+  // attention then keeps: gpt2_hf was 1-4% over, one k per layer. Returns k, or kt
+  // when the chain is not there.
+  int transpose_via_3d(int kt, std::vector<int>& dead) {
+    Node* back = producer(kt);
+    if (!back || back->op != "Reshape" || only_consumer(kt) < 0) return kt;
+    const int swapped = back->inputs[0];
+    Node* tr = producer(swapped);
+    if (!tr || tr->op != "Transpose" || only_consumer(swapped) < 0) return kt;
+    const std::vector<int64_t> perm = tr->attr_ints("perm");
+    if (perm != std::vector<int64_t>{0, 2, 1}) return kt;
+    const int flat = tr->inputs[0];
+    Node* to3d = producer(flat);
+    if (!to3d || to3d->op != "Reshape" || only_consumer(flat) < 0) return kt;
+    dead.push_back(T(kt).producer);
+    dead.push_back(T(swapped).producer);
+    dead.push_back(T(flat).producer);
+    return to3d->inputs[0];
+  }
+
   // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [NaN guard] [Dropout] -> MatMul(., v).
   void attention(int k) {
     Node& sm = g_.nodes[k];
@@ -266,6 +288,8 @@ class Fuser {
     if (Node* tr = producer(kt); tr && tr->op == "Transpose" && only_consumer(kt) >= 0) {
       dead.push_back(T(kt).producer);
       key = tr->inputs[0];
+    } else {
+      key = transpose_via_3d(kt, dead);
     }
     // Forward: [NaN guard] [Dropout] [Cast] then the MatMul with v.
     int p = sm.outputs[0];

@@ -330,6 +330,13 @@ class Builder {
         copied = true;
       }
     }
+    // Saved extras made before the outputs (OpInfo::extras_first), kept below.
+    std::vector<int> early;
+    if (rg && info && keep_saved && info->saved_extra && info->extras_first) {
+      for (const SavedExtra& x : info->saved_extra(g_, n)) {
+        early.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
+      }
+    }
     // Outputs.
     std::vector<int> out_blocks(outs.size(), -1);
     for (size_t j = 0; j < outs.size(); ++j) {
@@ -426,7 +433,8 @@ class Builder {
           saved.push_back(out_blocks[j]);
         }
       }
-      if (info->saved_extra) {
+      saved.insert(saved.end(), early.begin(), early.end());
+      if (info->saved_extra && !info->extras_first) {
         for (const SavedExtra& x : info->saved_extra(g_, n)) {
           const bool as_out = x.output_dtype && !outs.empty() && outs[0] >= 0;
           const DType d = as_out ? run_dtype_[outs[0]] : x.dtype;

@@ -166,7 +166,8 @@ const OpInfo kOps[] = {
      .note = "F.normalize: keeps input and the per-vector norms"},
     {.op = "MeanVarianceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
      .note = "decomposed in torch; approximated as keeping the input"},
-    {.op = "Dropout", .family = kFamily, .shape = dropout, .saved_extra = dropout_mask, .grads = "ANN",
+    {.op = "Dropout", .family = kFamily, .shape = dropout, .saved_extra = dropout_mask, .extras_first = true,
+     .grads = "ANN",
      .note = "keeps a bool mask of the input's size when training with ratio > 0"},
 };
 

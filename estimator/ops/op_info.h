@@ -111,6 +111,10 @@ struct OpInfo {
   /// input needs no gradient, does not keep its weight.
   uint32_t saved_if_other = 0;
   ExtraFn saved_extra = nullptr;   ///< other tensors kept for backward
+  /// The saved extras are allocated before the outputs, not after: native_dropout's
+  /// CUDA kernel makes its mask (empty_like, bool) before its output (Dropout.cu;
+  /// GPU traces of gpt_mini: the 1-byte mask, then the output).
+  bool extras_first = false;
   /// Memory a (graph) output keeps alive for as long as the output lives, beyond its own
   /// bytes; measured for mse_loss (see fused.cc).
   ExtraFn output_keeps = nullptr;
