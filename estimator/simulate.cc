@@ -652,7 +652,9 @@ class Builder {
       }
     };
     const int out0 = outs.empty() ? -1 : outs[0];
-    for (size_t i = 0; i < ins.size(); ++i) {
+    const bool swap = info && info->second_grad_first && ins.size() == 2;
+    for (size_t step = 0; step < ins.size(); ++step) {
+      const size_t i = swap ? 1 - step : step;
       int t = ins[i];
       if (t < 0 || !requires_grad_[t]) continue;
       char letter = info ? info->grad_of(i) : 'A';

@@ -414,3 +414,41 @@ output o
   REQUIRE(att != nullptr);
   CHECK(a.graph.tensors[att->inputs[1]].name == "k");  // k itself, not a copy of k^T
 }
+
+TEST_CASE("F.linear without a bias (mm) makes the weight's gradient first; with one (addmm), the input's") {
+  // MmBackward0 computes mat2's gradient before mat1's; AddmmBackward0 starts with mat1.
+  const char* text = R"(
+opset 17
+input x float32 batch,64
+param a.weight float32 32,64
+param a.bias float32 32
+param c.weight float32 32,32
+param c.bias float32 32
+param b.weight float32 16,32
+node memest::Linear x a.weight a.bias -> h @a
+node Relu h -> r @act
+node memest::Linear r c.weight c.bias -> h2 @c
+node Relu h2 -> r2 @act2
+node memest::Linear r2 b.weight -> y @b
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 4);
+  auto gradients_of = [&](const char* module) {
+    std::vector<int64_t> bytes;  // the first backward's allocations by that layer, in order
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
+          a.graph.nodes[b.node].module == module && b.category != Category::Workspace) {
+        bytes.push_back(b.bytes.eval(e.bindings));
+      }
+    }
+    return bytes;
+  };
+  // b: weight [16, 32] fp32 = 2048 B, then the input's [4, 32] = 512 B.
+  CHECK(gradients_of("b") == std::vector<int64_t>{2048, 512});
+  // c: the input's [4, 32] = 512 B, the weight [32, 32] = 4096 B, then the bias 128 B.
+  CHECK(gradients_of("c") == std::vector<int64_t>{512, 4096, 128});
+}

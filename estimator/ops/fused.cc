@@ -52,7 +52,8 @@ std::vector<SavedExtra> mse_keeps(const Graph& g, const Node& n) {
 
 const OpInfo kOps[] = {
     {.op = "Linear", .family = "fused", .shape = shape_linear, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA", .contiguous_inputs = true, .cublas = true,
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .second_grad_first = true, .contiguous_inputs = true,
+     .cublas = true,
      .sums_broadcast_grads = true, .domain = "memest",
      .note = "MatMul(+Transpose)+Add of a weight and bias: F.linear, one output"},
     {.op = "Attention", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,

@@ -122,6 +122,12 @@ struct OpInfo {
   /// gradient passes through as a view (no allocation), 'N' no gradient.
   /// The last letter repeats for further inputs; "" means not differentiable.
   const char* grads = "";
+  /// With exactly two inputs, backward makes input 1's gradient before input 0's. F.linear
+  /// without a bias runs mm, and MmBackward0 computes mat2's (the weight's) gradient
+  /// first; with a bias it runs addmm, whose backward starts with mat1's (the input's).
+  /// GPU traces of gpt_mini and gpt2_hf: the LM head's weight gradient, the backward
+  /// thread's cuBLAS workspace, then the input's; every biased layer the other way.
+  bool second_grad_first = false;
   bool view = false;               ///< output 0 aliases input 0 (no allocation)
   Layout layout = Layout::Fresh;   ///< output layout (see Layout)
   /// Inputs of rank >= 3 that are not contiguous are copied first (batched matmul
