@@ -221,12 +221,19 @@ class Builder {
   }
 
   // ---- forward -----------------------------------------------------------------
+  // Type promotion (c10::result_type): among floating inputs, a zero-dim tensor (the
+  // exporters' constant for a Python scalar: 0.5 * x) gives way to any tensor with dims,
+  // so 0.5 * half stays half. GPU traces of gpt2_hf's tanh GELU under fp16 autocast:
+  // 0.5 * x is kept in half beside pow's fp32 chain.
   DType widest_float(std::span<const EffectiveInput> in, DType fallback) const {
-    DType best = DType::Undefined;
+    DType best = DType::Undefined, best_scalar = DType::Undefined;
     for (const auto& e : in) {
       if (e.tensor < 0 || !is_floating(e.dtype)) continue;
-      if (best == DType::Undefined || dtype_size(e.dtype) > dtype_size(best)) best = e.dtype;
+      const auto& shape = g_.tensors[e.tensor].shape;
+      DType& slot = shape && shape->empty() ? best_scalar : best;
+      if (slot == DType::Undefined || dtype_size(e.dtype) > dtype_size(slot)) slot = e.dtype;
     }
+    if (best == DType::Undefined) best = best_scalar;
     return best == DType::Undefined ? fallback : best;
   }
 

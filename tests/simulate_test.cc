@@ -452,3 +452,39 @@ output y
   // c: the input's [4, 32] = 512 B, the weight [32, 32] = 4096 B, then the bias 128 B.
   CHECK(gradients_of("c") == std::vector<int64_t>{512, 4096, 128});
 }
+
+TEST_CASE("type promotion: a zero-dim constant does not widen a half tensor (0.5 * x stays half)") {
+  // c10::result_type: a tensor with dims outranks a zero-dim one of the same category.
+  // The exporters store Python scalars as zero-dim fp32 constants.
+  const char* text = R"(
+opset 17
+input x float32 batch,64
+param fc.weight float32 32,64
+const half float32 - = 0.5
+const bias float32 32 = 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1
+node memest::Linear x fc.weight -> h @fc
+node Mul half h -> scaled @scale
+node Add h bias -> shifted @shift
+node Add scaled shifted -> y @sum
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  cfg.amp = Amp::FP16;
+  Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 2);
+  auto output_bytes = [&](const char* module) {  // the first forward's last activation there
+    int64_t bytes = -1;
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
+          a.graph.nodes[b.node].module == module && b.category == Category::Activations) {
+        bytes = b.bytes.eval(e.bindings);
+      }
+    }
+    return bytes;
+  };
+  CHECK(output_bytes("fc") == 2 * 32 * 2);     // autocast: half (after x's half copy)
+  CHECK(output_bytes("scale") == 2 * 32 * 2);  // half * zero-dim fp32: half
+  CHECK(output_bytes("shift") == 2 * 32 * 4);  // half + [32] fp32: fp32
+}
