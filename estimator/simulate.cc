@@ -631,11 +631,13 @@ class Builder {
     if (!out) return;
     for (int in : n.inputs) {
       if (in < 0 || !requires_grad_[in] || !g_.tensors[in].shape) continue;
-      Shape s = *g_.tensors[in].shape;
-      while (!s.empty() && s.front() == Expr(1)) s.erase(s.begin());  // [1, N] broadcasts as [N]
-      if (s.empty() || s.size() >= out->size()) continue;
-      if (!std::equal(s.begin(), s.end(), out->end() - static_cast<long>(s.size()))) continue;
-      const std::optional<int64_t> cols = product(s).as_const();
+      const Shape& full = *g_.tensors[in].shape;
+      auto first = full.begin();
+      while (first != full.end() && *first == Expr(1)) ++first;  // [1, N] broadcasts as [N]
+      const long dims = full.end() - first;
+      if (dims == 0 || static_cast<size_t>(dims) >= out->size()) continue;
+      if (!std::equal(first, full.end(), out->end() - dims)) continue;
+      const std::optional<int64_t> cols = product(Shape(first, full.end())).as_const();
       if (!cols || *cols < t.reduce_scratch_min_cols) continue;
       const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
       prog_.blocks[b].bound = static_cast<int>(prog_.bounds.size());
