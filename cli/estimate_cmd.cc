@@ -1,6 +1,5 @@
 // `memest MODEL ...`: one estimate, as a table or JSON.
 #include <chrono>
-#include <iomanip>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -38,10 +37,8 @@ std::function<int()> setup_estimate(CLI::App& app) {
     Estimate e = estimate(a, o->common.batch);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (o->common.json) {
-      auto j = estimate_json(a, e, o->depth);
-      j["time_ms"] = ms;
-      // Streamed, not dumped to a string first: a million-node graph's report is 66 MB.
-      std::cout << std::setw(2) << j << "\n";
+      write_estimate_json(std::cout, a, e, o->depth, ms);
+      std::cout << "\n";
     } else {
       for (const auto& w : a.graph.warnings) std::cerr << "memest: warning: " << w << "\n";
       std::cout << estimate_text(a, e, o->depth);

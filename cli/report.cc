@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "cli/json_writer.h"
 #include "cli/units.h"
 #include "estimator/allocator.h"
 
@@ -242,48 +244,61 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
   return layer_rows(a, e, depth, allocated_sizes(a, e));
 }
 
-nlohmann::json estimate_json(const Analysis& a, const Estimate& e, int depth) {
-  using nlohmann::json;
-  json j;
-  j["model"] = a.graph.file;
-  j["batch"] = e.batch;
-  j["peak_bytes"] = e.peak.peak_bytes;
-  j["reserved_bytes"] = e.reserved_bytes;
-  j["requested_peak_bytes"] = e.requested_peak;
-  j["phase"] = phase_name(e.peak.phase);
-  j["iteration"] = e.peak.iter + 1;
-  j["node"] = node_label(a, e.peak.node);
-  j["event"] = e.peak.event;  // index into the simulated events: the timeline's x at the peak
-  json comp = json::object();
-  for (size_t c = 0; c < kCategoryCount; ++c) comp[category_key(static_cast<Category>(c))] = e.peak.components[c];
-  j["components"] = comp;
-  j["accounting"] = {{"parameter_count", a.accounting.parameter_count},
-                     {"parameter_bytes", a.accounting.parameter_bytes},
-                     {"buffer_bytes", a.accounting.buffer_bytes},
-                     {"input_bytes", a.accounting.input_bytes.eval(e.bindings)}};
-  j["config"] = {{"optim", optim_name(a.train.optim)}, {"momentum", a.train.momentum},
-                 {"amp", amp_name(a.train.amp)},        {"loss", loss_name(a.train.loss)},
-                 {"attention", a.train.attention == Attention::Fused ? "fused" : "eager"},
-                 {"checkpoint", checkpoint_name(a.train.checkpoint)},
-                 {"target", a.train.target->name}};
-  json dims = json::object();
-  for (const auto& [k, v] : a.dims) dims[k] = v;
-  j["dims"] = dims;
-  json phases = json::array();
-  for (const auto& p : e.peak.phases) {
-    phases.push_back({{"iteration", p.iter + 1}, {"phase", phase_name(p.phase)}, {"peak_bytes", p.peak}, {"end_bytes", p.end}});
-  }
-  j["phases"] = phases;
+void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e, int depth, double time_ms) {
+  // Keys in ascending byte order in every object, as nlohmann (a std::map) printed them.
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("accounting");
+  w.begin_object();
+  w.field("buffer_bytes", a.accounting.buffer_bytes);
+  w.field("input_bytes", a.accounting.input_bytes.eval(e.bindings));
+  w.field("parameter_bytes", a.accounting.parameter_bytes);
+  w.field("parameter_count", a.accounting.parameter_count);
+  w.end_object();
+  w.field("batch", e.batch);
+  w.key("components");
+  w.begin_object();
+  std::array<size_t, kCategoryCount> by_key;
+  for (size_t c = 0; c < kCategoryCount; ++c) by_key[c] = c;
+  std::sort(by_key.begin(), by_key.end(), [](size_t x, size_t y) {
+    return std::strcmp(category_key(static_cast<Category>(x)), category_key(static_cast<Category>(y))) < 0;
+  });
+  for (size_t c : by_key) w.field(category_key(static_cast<Category>(c)), e.peak.components[c]);
+  w.end_object();
+  w.key("config");
+  w.begin_object();
+  w.field("amp", amp_name(a.train.amp));
+  w.field("attention", a.train.attention == Attention::Fused ? "fused" : "eager");
+  w.field("checkpoint", checkpoint_name(a.train.checkpoint));
+  w.field("loss", loss_name(a.train.loss));
+  w.field("momentum", a.train.momentum);
+  w.field("optim", optim_name(a.train.optim));
+  w.field("target", a.train.target->name);
+  w.end_object();
+  w.key("dims");
+  w.begin_object();
+  for (const auto& [k, v] : a.dims) w.field(k, v);
+  w.end_object();
+  w.field("event", e.peak.event);  // index into the simulated events: the timeline's x at the peak
+  w.field("inference_export", a.inference_export);
+  w.field("iteration", e.peak.iter + 1);
   std::vector<int64_t> replayed;
   const std::vector<int64_t>& granted = granted_of(a, e, &replayed);
-  json layers = json::array();
+  w.key("layers");
+  w.begin_array();
   for (const auto& r : layer_rows(a, e, depth, granted)) {
-    layers.push_back({{"module", r.module},           {"depth", r.depth},
-                      {"ops", r.ops},                 {"output_shape", r.output_shape},
-                      {"parameters", r.parameters},   {"saved_bytes", r.saved_bytes},
-                      {"peak_bytes", r.peak_bytes},   {"share", r.share}});
+    w.begin_object();
+    w.field("depth", r.depth);
+    w.field("module", r.module);
+    w.field("ops", r.ops);
+    w.field("output_shape", r.output_shape);
+    w.field("parameters", r.parameters);
+    w.field("peak_bytes", r.peak_bytes);
+    w.field("saved_bytes", r.saved_bytes);
+    w.field("share", r.share);
+    w.end_object();
   }
-  j["layers"] = layers;
+  w.end_array();
   // What is alive at the peak, by the node that allocated it: the answer to "why".
   // Sizes as the allocator handed them out, so the groups sum to peak_bytes.
   {
@@ -294,18 +309,53 @@ nlohmann::json estimate_json(const Analysis& a, const Estimate& e, int depth) {
       g.first += 1;
       g.second += granted[b];
     }
-    std::vector<json> live;
-    for (const auto& [key, v] : groups) {
-      live.push_back({{"allocated_by", key.first.empty() ? "(setup/optimizer)" : key.first},
-                      {"category", key.second}, {"count", v.first}, {"bytes", v.second}});
+    struct Live {
+      const std::string* label;
+      const std::string* category;
+      int64_t count, bytes;
+    };
+    std::vector<Live> live;
+    for (const auto& [key, v] : groups) live.push_back({&key.first, &key.second, v.first, v.second});
+    std::sort(live.begin(), live.end(), [](const Live& x, const Live& y) { return x.bytes > y.bytes; });
+    w.key("live_at_peak");
+    w.begin_array();
+    for (const Live& l : live) {
+      w.begin_object();
+      w.field("allocated_by", l.label->empty() ? std::string_view("(setup/optimizer)") : std::string_view(*l.label));
+      w.field("bytes", l.bytes);
+      w.field("category", *l.category);
+      w.field("count", l.count);
+      w.end_object();
     }
-    std::sort(live.begin(), live.end(), [](const json& x, const json& y) { return x["bytes"] > y["bytes"]; });
-    j["live_at_peak"] = live;
+    w.end_array();
   }
-  j["warnings"] = a.graph.warnings;
-  j["unsupported_ops"] = a.unsupported;
-  j["inference_export"] = a.inference_export;
-  return j;
+  w.field("model", a.graph.file);
+  w.field("node", node_label(a, e.peak.node));
+  w.field("peak_bytes", e.peak.peak_bytes);
+  w.field("phase", phase_name(e.peak.phase));
+  w.key("phases");
+  w.begin_array();
+  for (const auto& p : e.peak.phases) {
+    w.begin_object();
+    w.field("end_bytes", p.end);
+    w.field("iteration", p.iter + 1);
+    w.field("peak_bytes", p.peak);
+    w.field("phase", phase_name(p.phase));
+    w.end_object();
+  }
+  w.end_array();
+  w.field("requested_peak_bytes", e.requested_peak);
+  w.field("reserved_bytes", e.reserved_bytes);
+  w.field("time_ms", time_ms);
+  w.key("unsupported_ops");
+  w.begin_array();
+  for (const auto& op : a.unsupported) w.value(op);
+  w.end_array();
+  w.key("warnings");
+  w.begin_array();
+  for (const auto& warning : a.graph.warnings) w.value(warning);
+  w.end_array();
+  w.end_object();
 }
 
 std::string estimate_text(const Analysis& a, const Estimate& e, int depth) {

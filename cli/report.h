@@ -1,7 +1,7 @@
 // What an estimate prints: the per-layer tree, components at the peak, JSON.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,7 +34,9 @@ std::vector<int64_t> allocated_sizes(const Analysis& a, const Estimate& e);
 /// "layer4.1.conv2 (Conv)", or "" for no node.
 std::string node_label(const Analysis& a, int node);
 
-nlohmann::json estimate_json(const Analysis& a, const Estimate& e, int depth);
+/// The estimate as JSON, streamed to `out` as it is produced (a million-node graph's
+/// report is 66 MB); `time_ms` is the time the analysis took. No trailing newline.
+void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e, int depth, double time_ms);
 std::string estimate_text(const Analysis& a, const Estimate& e, int depth);
 
 /// "models/resnet18.onnx | batch 8 | adam | amp none | loss ce | h200-torch2.11"
