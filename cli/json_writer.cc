@@ -169,9 +169,11 @@ void JsonWriter::string(std::string_view s) {
       const size_t len = utf8_sequence(s, i, &bad);
       if (len == 0) {
         buf_.resize(start);  // like nlohmann, leave the string's opening quote only
-        throw Error(bad < s.size() ? "invalid UTF-8 byte at index " + std::to_string(bad) + ": " +
-                                         hex_byte(static_cast<unsigned char>(s[bad]))
-                                   : "incomplete UTF-8 string; last byte: " + hex_byte(static_cast<unsigned char>(s.back())));
+        if (bad == s.size()) {
+          throw Error("incomplete UTF-8 string; last byte: " + hex_byte(static_cast<unsigned char>(s.back())));
+        }
+        throw Error("invalid UTF-8 byte at index " + std::to_string(bad) + ": " +
+                    hex_byte(static_cast<unsigned char>(s[bad])));
       }
       i += len - 1;
       continue;

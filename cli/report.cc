@@ -5,9 +5,9 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
-#include <map>
-#include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "cli/json_writer.h"
 #include "cli/units.h"
@@ -84,10 +84,10 @@ struct PeakOwners {
   std::array<int64_t, kCategoryCount> outside{};
 };
 
-PeakOwners peak_owners(const Analysis& a, const Estimate& e, const std::vector<int64_t>& granted) {
+PeakOwners peak_owners(const Analysis& a, const std::vector<int>& live, const std::vector<int64_t>& granted) {
   PeakOwners o;
   o.by_node.assign(a.graph.nodes.size(), 0);
-  for (int b : live_blocks(a.program, e.peak.event)) {
+  for (int b : live) {
     const Block& blk = a.program.blocks[b];
     const int64_t bytes = static_cast<size_t>(b) < granted.size() ? granted[b] : 0;
     const bool layer_owned = blk.category == Category::Activations || blk.category == Category::Temporaries ||
@@ -101,6 +101,21 @@ PeakOwners peak_owners(const Analysis& a, const Estimate& e, const std::vector<i
   return o;
 }
 
+// node_label(a, node), appended to *out.
+void append_node_label(const Analysis& a, int node, std::string* out) {
+  if (node < 0 || node >= static_cast<int>(a.graph.nodes.size())) return;
+  const Node& n = a.graph.nodes[node];
+  const std::string& where = n.module.empty() ? n.name : n.module;
+  if (where.empty()) {
+    *out += n.op;
+    return;
+  }
+  *out += where;
+  *out += " (";
+  *out += n.op;
+  *out += ')';
+}
+
 // A module path's parent: "layer1.0.conv1" -> "layer1.0"; "" for a top-level one.
 std::string parent_path(const std::string& path) {
   const size_t dot = path.rfind('.');
@@ -110,10 +125,9 @@ std::string parent_path(const std::string& path) {
 }  // namespace
 
 std::string node_label(const Analysis& a, int node) {
-  if (node < 0 || node >= static_cast<int>(a.graph.nodes.size())) return "";
-  const Node& n = a.graph.nodes[node];
-  std::string where = n.module.empty() ? n.name : n.module;
-  return where.empty() ? n.op : where + " (" + n.op + ")";
+  std::string out;
+  append_node_label(a, node, &out);
+  return out;
 }
 
 std::string config_line(const Analysis& a, int64_t batch) {
@@ -141,15 +155,29 @@ const std::vector<int64_t>& granted_of(const Analysis& a, const Estimate& e, std
   return *replayed;
 }
 
-// layer_rows with the allocator's block sizes already replayed (a replay of a
-// 100k-node graph takes a noticeable part of a second).
-std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth, const std::vector<int64_t>& granted) {
+// Whether `op` is one of the ", "-separated entries of `list`, whole: "Conv" is not in
+// "ConvTranspose". The same answer as finding ", op, " in ", list, ", without building either.
+bool lists_op(std::string_view list, std::string_view op) {
+  for (size_t i = list.find(op); i != std::string_view::npos; i = list.find(op, i + 1)) {
+    const size_t end = i + op.size();
+    if ((i == 0 || (i >= 2 && list.substr(i - 2, 2) == ", ")) &&
+        (end == list.size() || list.substr(end, 2) == ", ")) {
+      return true;
+    }
+    if (i == list.size()) break;
+  }
+  return false;
+}
+
+// layer_rows with what is alive at the peak already split by owner (a replay of the
+// allocator for a 100k-node graph takes a noticeable part of a second).
+std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth, const PeakOwners& owners) {
   const Graph& g = a.graph;
-  const std::vector<int64_t> sizes = block_sizes(a.program, e.bindings, a.train.target->alloc_round);
-  const std::vector<int64_t> at_peak = peak_owners(a, e, granted).by_node;
+  const std::vector<int64_t>& at_peak = owners.by_node;
   // Saved bytes go to the node that produced them, each block once, though several
   // nodes may keep it (a ReLU's output, kept by the ReLU and the next Conv); weights
-  // and inputs that autograd keeps are held anyway and are not counted.
+  // and inputs that autograd keeps are held anyway and are not counted. Only these
+  // blocks' sizes are evaluated, not the whole program's.
   std::vector<int64_t> saved_by(g.nodes.size(), 0);
   {
     std::vector<char> seen(a.program.blocks.size(), 0);
@@ -161,7 +189,7 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
           continue;
         }
         seen[b] = 1;
-        saved_by[blk.node] += sizes[b];
+        saved_by[blk.node] += block_size(a.program, static_cast<size_t>(b), e.bindings, a.train.target->alloc_round);
       }
     }
   }
@@ -169,11 +197,12 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
   struct TreeNode {
     LayerRow row;
     int parent = -1;
+    int shape_node = -1;  // the last node in the subtree with an output shape
     std::vector<int> children;
   };
   std::vector<TreeNode> tree;
   std::vector<int> roots;
-  std::map<std::string, int> index;
+  std::unordered_map<std::string, int> index;
   // Ancestors are created before descendants, so siblings keep the order of first use.
   auto tree_node = [&](const std::string& path, auto& self) -> int {
     auto it = index.find(path);
@@ -181,7 +210,7 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
     const std::string up = path == "(top)" ? "" : parent_path(path);
     const int parent = up.empty() ? -1 : self(up, self);
     const int id = static_cast<int>(tree.size());
-    index[path] = id;
+    index.emplace(path, id);
     tree.push_back({});
     tree[id].row.module = path;
     tree[id].row.name = up.empty() ? path : path.substr(up.size() + 1);
@@ -189,36 +218,45 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
     (parent < 0 ? roots : tree[parent].children).push_back(id);
     return id;
   };
-
-  std::set<int> counted;
+  // Nodes of one module mostly come one after another: the path is cut to `depth`
+  // levels and looked up only when it changes.
+  const std::string* last_module = nullptr;
+  int last_id = -1;
+  // Parameters not yet counted: tied weights count once.
+  std::vector<char> uncounted(g.tensors.size(), 0);
+  for (size_t t = 0; t < g.tensors.size(); ++t) uncounted[t] = g.tensors[t].kind == TensorKind::Parameter;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
-    const bool folded =
-        n.dead || n.op == "Constant" || (n.outputs.size() == 1 && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].value);
-    if (folded && at_peak[k] == 0 && saved_by[k] == 0) continue;  // shape arithmetic that holds nothing
-    const int id = tree_node(truncate_module(n.module, depth), tree_node);
+    if (at_peak[k] == 0 && saved_by[k] == 0) {
+      const bool folded =
+          n.dead || n.op == "Constant" || (n.outputs.size() == 1 && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].value);
+      if (folded) continue;  // shape arithmetic that holds nothing
+    }
+    if (last_module == nullptr || n.module != *last_module) {
+      last_module = &n.module;
+      last_id = tree_node(truncate_module(n.module, depth), tree_node);
+    }
+    const int id = last_id;
     LayerRow& own = tree[id].row;
-    // Whole names: "Conv" is not in "ConvTranspose".
-    if ((", " + own.ops + ", ").find(", " + n.op + ", ") == std::string::npos) {
-      own.ops += (own.ops.empty() ? "" : ", ") + n.op;
+    if (!lists_op(own.ops, n.op)) {
+      if (!own.ops.empty()) own.ops += ", ";
+      own.ops += n.op;
     }
     int64_t params = 0;
     const int64_t saved = saved_by[k];
     for (int in : n.inputs) {
-      if (in < 0 || g.tensors[in].kind != TensorKind::Parameter || !counted.insert(in).second) continue;
+      if (in < 0 || !uncounted[in]) continue;
+      uncounted[in] = 0;
       params += product(*g.tensors[in].shape).as_const().value_or(0);
     }
-    std::string shape;
-    if (!n.outputs.empty() && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].shape) {
-      shape = eval_shape(*g.tensors[n.outputs[0]].shape, e.bindings);
-    }
+    const bool shaped = !n.outputs.empty() && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].shape;
     // A parent includes its children: every figure goes to the module and all above it.
     for (int t = id; t >= 0; t = tree[t].parent) {
       LayerRow& r = tree[t].row;
       r.parameters += params;
       r.saved_bytes += saved;
       r.peak_bytes += at_peak[k];
-      if (!shape.empty()) r.output_shape = shape;
+      if (shaped) tree[t].shape_node = static_cast<int>(k);
     }
   }
 
@@ -226,22 +264,100 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
   rows.reserve(tree.size());
   auto emit = [&](const std::vector<int>& ids, int level, auto& self) -> void {
     for (size_t i = 0; i < ids.size(); ++i) {
-      LayerRow r = tree[ids[i]].row;
+      TreeNode& t = tree[ids[i]];
+      LayerRow r = std::move(t.row);
       r.depth = level;
       r.last = i + 1 == ids.size();
       r.share = e.peak.peak_bytes > 0 ? static_cast<double>(r.peak_bytes) / static_cast<double>(e.peak.peak_bytes) : 0;
+      // Evaluated for the rows only, not for every node on the way.
+      if (t.shape_node >= 0) {
+        r.output_shape = eval_shape(*g.tensors[g.nodes[t.shape_node].outputs[0]].shape, e.bindings);
+      }
       rows.push_back(std::move(r));
-      self(tree[ids[i]].children, level + 1, self);
+      self(t.children, level + 1, self);
     }
   };
   emit(roots, 1, emit);
   return rows;
 }
 
+// One line of live_at_peak: the blocks alive at the peak that one label's nodes
+// allocated, in one category.
+struct LiveGroup {
+  std::string_view label;  // node_label's; "" for setup and the optimizer
+  Category category;
+  int64_t count = 0;
+  int64_t bytes = 0;
+};
+
+// The groups in the order the report lists them: by bytes, largest first. Nodes that share
+// a label ("layer1.0 (Add)" twice) share a group. Ties keep the order of a std::sort over
+// the groups sorted by (label, category key), as the report has always listed them.
+// The labels are written one after another into *arena (a million-node graph has
+// hundreds of thousands of them: one allocation, and compared in one block of memory).
+std::vector<LiveGroup> live_groups(const Analysis& a, const std::vector<int>& live, const std::vector<int64_t>& granted,
+                                   std::string* arena) {
+  // By node and category first, through a short list of groups per node: no label built
+  // per block, no sort of the blocks. Slot 0 holds blocks of no node.
+  const size_t nodes = a.graph.nodes.size();
+  struct Acc {
+    Category category;
+    int next;  // the slot's next group, or -1
+    int64_t count, bytes;
+    size_t label_at, label_size;
+  };
+  std::vector<Acc> acc;
+  std::vector<int> first(nodes + 1, -1);
+  for (int b : live) {
+    const Block& blk = a.program.blocks[b];
+    const size_t slot = blk.node >= 0 && static_cast<size_t>(blk.node) < nodes ? static_cast<size_t>(blk.node) + 1 : 0;
+    int i = first[slot];
+    while (i >= 0 && acc[i].category != blk.category) i = acc[i].next;
+    if (i < 0) {
+      size_t at = arena->size(), size = 0;
+      if (first[slot] >= 0) {
+        at = acc[first[slot]].label_at;
+        size = acc[first[slot]].label_size;
+      } else {
+        append_node_label(a, slot == 0 ? -1 : static_cast<int>(slot) - 1, arena);
+        size = arena->size() - at;
+      }
+      i = static_cast<int>(acc.size());
+      acc.push_back({blk.category, first[slot], 0, 0, at, size});
+      first[slot] = i;
+    }
+    acc[i].count += 1;
+    acc[i].bytes += granted[b];
+  }
+  std::vector<LiveGroup> groups;
+  groups.reserve(acc.size());
+  for (const Acc& g : acc) {
+    groups.push_back({std::string_view(*arena).substr(g.label_at, g.label_size), g.category, g.count, g.bytes});
+  }
+  // Then by (label, category key), merging the groups of nodes that share a label.
+  std::sort(groups.begin(), groups.end(), [](const LiveGroup& x, const LiveGroup& y) {
+    const int c = x.label.compare(y.label);
+    return c != 0 ? c < 0 : std::strcmp(category_key(x.category), category_key(y.category)) < 0;
+  });
+  size_t n = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (n > 0 && groups[n - 1].category == groups[i].category && groups[n - 1].label == groups[i].label) {
+      groups[n - 1].count += groups[i].count;
+      groups[n - 1].bytes += groups[i].bytes;
+    } else {
+      groups[n++] = groups[i];
+    }
+  }
+  groups.resize(n);
+  std::sort(groups.begin(), groups.end(), [](const LiveGroup& x, const LiveGroup& y) { return x.bytes > y.bytes; });
+  return groups;
+}
+
 }  // namespace
 
 std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth) {
-  return layer_rows(a, e, depth, allocated_sizes(a, e));
+  std::vector<int64_t> replayed;
+  return layer_rows(a, e, depth, peak_owners(a, live_blocks(a.program, e.peak.event), granted_of(a, e, &replayed)));
 }
 
 void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e, int depth, double time_ms) {
@@ -284,9 +400,10 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.field("iteration", e.peak.iter + 1);
   std::vector<int64_t> replayed;
   const std::vector<int64_t>& granted = granted_of(a, e, &replayed);
+  const std::vector<int> live = live_blocks(a.program, e.peak.event);
   w.key("layers");
   w.begin_array();
-  for (const auto& r : layer_rows(a, e, depth, granted)) {
+  for (const auto& r : layer_rows(a, e, depth, peak_owners(a, live, granted))) {
     w.begin_object();
     w.field("depth", r.depth);
     w.field("module", r.module);
@@ -301,34 +418,18 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.end_array();
   // What is alive at the peak, by the node that allocated it: the answer to "why".
   // Sizes as the allocator handed them out, so the groups sum to peak_bytes.
-  {
-    std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> groups;
-    for (int b : live_blocks(a.program, e.peak.event)) {
-      const Block& blk = a.program.blocks[b];
-      auto& g = groups[{node_label(a, blk.node), category_key(blk.category)}];
-      g.first += 1;
-      g.second += granted[b];
-    }
-    struct Live {
-      const std::string* label;
-      const std::string* category;
-      int64_t count, bytes;
-    };
-    std::vector<Live> live;
-    for (const auto& [key, v] : groups) live.push_back({&key.first, &key.second, v.first, v.second});
-    std::sort(live.begin(), live.end(), [](const Live& x, const Live& y) { return x.bytes > y.bytes; });
-    w.key("live_at_peak");
-    w.begin_array();
-    for (const Live& l : live) {
-      w.begin_object();
-      w.field("allocated_by", l.label->empty() ? std::string_view("(setup/optimizer)") : std::string_view(*l.label));
-      w.field("bytes", l.bytes);
-      w.field("category", *l.category);
-      w.field("count", l.count);
-      w.end_object();
-    }
-    w.end_array();
+  std::string labels;
+  w.key("live_at_peak");
+  w.begin_array();
+  for (const LiveGroup& l : live_groups(a, live, granted, &labels)) {
+    w.begin_object();
+    w.field("allocated_by", l.label.empty() ? std::string_view("(setup/optimizer)") : l.label);
+    w.field("bytes", l.bytes);
+    w.field("category", category_key(l.category));
+    w.field("count", l.count);
+    w.end_object();
   }
+  w.end_array();
   w.field("model", a.graph.file);
   w.field("node", node_label(a, e.peak.node));
   w.field("peak_bytes", e.peak.peak_bytes);
@@ -361,8 +462,8 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
 std::string estimate_text(const Analysis& a, const Estimate& e, int depth) {
   std::ostringstream out;
   std::vector<int64_t> replayed;
-  const std::vector<int64_t>& granted = granted_of(a, e, &replayed);
-  const auto rows = layer_rows(a, e, depth, granted);
+  const PeakOwners owners = peak_owners(a, live_blocks(a.program, e.peak.event), granted_of(a, e, &replayed));
+  const auto rows = layer_rows(a, e, depth, owners);
   // Tree prefixes: "│  " under a parent with siblings still to come, "   " under a last child.
   std::vector<std::string> labels;
   std::vector<bool> open;  // open[d]: the ancestor at depth d+1 has siblings below
@@ -417,7 +518,6 @@ std::string estimate_text(const Analysis& a, const Estimate& e, int depth) {
       << "Share: part of the " << format_bytes(e.peak.peak_bytes)
       << " peak in blocks the layer allocated, forward or backward.\n"
       << "The rest (" << percent(1 - total_share, e.peak.peak_bytes - total_peak) << ") is held outside the layers:";
-  const PeakOwners owners = peak_owners(a, e, granted);
   for (size_t c = 0, n = 0; c < kCategoryCount; ++c) {
     if (owners.outside[c] == 0) continue;
     out << (n++ ? ", " : "\n  ") << category_title(static_cast<Category>(c)) << " " << format_bytes(owners.outside[c]);

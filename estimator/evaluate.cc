@@ -17,18 +17,20 @@ std::vector<int> live_blocks(const Program& p, size_t event) {
   return out;
 }
 
+int64_t block_size(const Program& p, size_t block, const Bindings& b, int64_t round) {
+  const Block& blk = p.blocks[block];
+  int64_t bytes = blk.bytes.eval(b);
+  if (blk.bound >= 0) {
+    const SizeBound& sb = p.bounds[static_cast<size_t>(blk.bound)];
+    if (bytes < sb.min_bytes) bytes = 0;
+    if (sb.cap_bytes > 0) bytes = std::min(bytes, sb.cap_bytes);
+  }
+  return bytes == 0 ? 0 : round_alloc(bytes, round);
+}
+
 std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round) {
   std::vector<int64_t> out(p.blocks.size());
-  for (size_t i = 0; i < p.blocks.size(); ++i) {
-    const Block& blk = p.blocks[i];
-    int64_t bytes = blk.bytes.eval(b);
-    if (blk.bound >= 0) {
-      const SizeBound& sb = p.bounds[static_cast<size_t>(blk.bound)];
-      if (bytes < sb.min_bytes) bytes = 0;
-      if (sb.cap_bytes > 0) bytes = std::min(bytes, sb.cap_bytes);
-    }
-    out[i] = bytes == 0 ? 0 : round_alloc(bytes, round);
-  }
+  for (size_t i = 0; i < p.blocks.size(); ++i) out[i] = block_size(p, i, b, round);
   return out;
 }
 

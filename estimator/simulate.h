@@ -156,5 +156,7 @@ std::vector<int> live_blocks(const Program& p, size_t event);
 
 /// Evaluated sizes of every block (rounded), for the allocator model and timelines.
 std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round = 512);
+/// block_sizes(p, b, round)[block], evaluating that block alone.
+int64_t block_size(const Program& p, size_t block, const Bindings& b, int64_t round = 512);
 
 }  // namespace memest
