@@ -37,7 +37,11 @@ std::function<int()> setup_estimate(CLI::App& app) {
     Estimate e = estimate(a, o->common.batch);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (o->common.json) {
-      write_estimate_json(std::cout, a, e, o->depth, ms);
+      try {
+        write_estimate_json(std::cout, a, e, o->depth, ms);
+      } catch (const Error& err) {  // a name in the file that is not UTF-8
+        throw err.in_file(a.graph.file);
+      }
       std::cout << "\n";
     } else {
       for (const auto& w : a.graph.warnings) std::cerr << "memest: warning: " << w << "\n";

@@ -146,6 +146,14 @@ expect("random bytes named .pt", [write("random.pt", bytes(random.getrandbits(8)
                                   "--input-shape", "3x8x8"], mention="not a TorchScript file")
 expect("an ONNX file named .pt", [write("onnx_inside.pt", good_bytes), "--input-shape", "8"],
        mention="not a TorchScript file")
+# A node name that is not UTF-8 (ONNX strings are proto2 bytes): the JSON report cannot
+# carry it, and says which file.
+utf8 = model([helper.make_node("MatMul", ["x", "w"], ["h"], name="/encZZZ/fc/MatMul"),
+              helper.make_node("Relu", ["h"], ["y"], name="/encZZZ/act/Relu")],
+             [X], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+             [helper.make_tensor("w", TensorProto.FLOAT, [16, 4], [0.0] * 64)])
+bad_utf8 = write("bad_utf8.onnx", utf8.SerializeToString().replace(b"ZZZ", b"A\xffB"))
+expect("a node name that is not UTF-8, --json", [bad_utf8, "--json"], mention="bad_utf8.onnx: invalid UTF-8")
 expect("unknown option", [good_path, "--frobnicate"])
 expect("no model", [], stderr_lines=0)
 unk = model([helper.make_node("MyCustomOp", ["x"], ["y"])], [X], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])])
