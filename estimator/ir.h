@@ -121,6 +121,9 @@ class Attrs {
   Attribute& operator[](std::string_view key);
   void reserve(size_t n) { items_.reserve(n); }
   size_t size() const { return items_.size(); }
+  /// The (key, attribute) pairs in the order they were added.
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
 
  private:
   std::vector<std::pair<std::string, Attribute>> items_;
@@ -161,6 +164,17 @@ struct Graph {
   int adopt_tensor(std::string&& name);
   /// Id of the tensor with this name, or -1.
   int find_tensor(std::string_view name) const;
+  /// The hash the name index files `name` under: a frontend that looks up many
+  /// names hashes each once and hints the lookups ahead (prefetch_*).
+  static uint32_t name_hash(std::string_view name);
+  /// tensor_id() for a name whose name_hash() is known.
+  int tensor_id(std::string_view name, uint32_t hash);
+  /// Hints that a name with this hash is about to be looked up: starts loading its
+  /// index slot. Changes nothing.
+  void prefetch_slot(uint32_t hash) const;
+  /// The next hint, once the slot has had time to load: starts loading the tensor
+  /// the slot names, if any. Changes nothing.
+  void prefetch_tensor(uint32_t hash) const;
   /// Appends a fresh tensor with a unique name derived from `hint`.
   int new_tensor(const std::string& hint);
   /// Rebuilds producer/consumer links from the nodes (dead nodes ignored).
@@ -185,7 +199,7 @@ struct Graph {
 };
 
 /// Module path from a legacy-exporter node name: "/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1".
-std::string module_from_scoped_name(const std::string& node_name);
+std::string module_from_scoped_name(std::string_view node_name);
 /// Module path from a parameter name: "layer1.0.conv1.weight" -> "layer1.0.conv1".
 std::string module_from_param_name(const std::string& param);
 

@@ -1,187 +1,81 @@
-// ONNX frontend. Parses the protobuf, inlines model-local functions, and lowers
-// tensors, nodes and attributes to the IR. Tensor bytes are read only for small
-// integer (and tiny float) constants, which shape arithmetic needs; weights are
-// never read, so a model whose external-data file is absent works.
+// ONNX frontend. Checks the protobuf against onnx.proto's schema, then lowers the
+// model straight from the file's bytes (no message objects): tensors, nodes and
+// attributes, with model-local functions inlined. Tensor bytes are read only for
+// small integer (and tiny float) constants, which shape arithmetic needs; weights
+// are never read, so a model whose external-data file is absent works.
 #include "frontends/onnx_reader.h"
 
-#include <google/protobuf/arena.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <google/protobuf/unknown_field_set.h>
-#include <onnx/onnx_pb.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <set>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
 #include "estimator/error.h"
+#include "frontends/onnx_schema.h"
+#include "frontends/onnx_views.h"
 
 namespace memest {
 namespace {
 
+using namespace onnx_views;
+
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 23;
-// Integer initializers up to this many elements are read (shape constants).
-constexpr int64_t kMaxValueElems = 64;
 
-const std::set<std::string>& known_domains() {
-  static const std::set<std::string> d = {
+bool known_domain(std::string_view d) {
+  static constexpr std::string_view kKnown[] = {
       "", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "org.pytorch.aten",
       "com.microsoft.nchwc", "memest", "pkg.onnxscript.torch_lib", "pkg.onnxscript.torch_lib.common",
       "pkg.torch.onnx", "ai.onnx.contrib",
   };
-  return d;
+  for (std::string_view k : kKnown) {
+    if (d == k) return true;
+  }
+  return false;
 }
 
-int64_t checked_numel(const google::protobuf::RepeatedField<int64_t>& dims, const std::string& file,
-                      const std::string& name) {
+int64_t checked_numel(const std::vector<int64_t>& dims, const std::string& file, std::string_view name) {
   int64_t n = 1;
   for (int64_t d : dims) {
-    if (d < 0) throw Error(file, "", "tensor '" + name + "' has a negative dimension " + std::to_string(d));
+    if (d < 0) {
+      throw Error(file, "", "tensor '" + std::string(name) + "' has a negative dimension " + std::to_string(d));
+    }
     n = checked_mul(n, d);
   }
   return n;
 }
 
-// Integer contents of a small tensor stored inline; nullopt for float, large or external data.
-std::optional<std::vector<int64_t>> read_ints(const onnx::TensorProto& t, int64_t numel) {
-  if (numel > kMaxValueElems || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  std::vector<int64_t> v;
-  const int dt = t.data_type();
-  if (dt == onnx::TensorProto::INT64) {
-    if (t.has_raw_data()) {
-      if (t.raw_data().size() != static_cast<size_t>(numel) * 8) return std::nullopt;
-      v.resize(numel);
-      std::memcpy(v.data(), t.raw_data().data(), numel * 8);
-    } else {
-      if (t.int64_data_size() != numel) return std::nullopt;
-      v.assign(t.int64_data().begin(), t.int64_data().end());
-    }
-  } else if (dt == onnx::TensorProto::INT32 || dt == onnx::TensorProto::INT16 || dt == onnx::TensorProto::INT8 ||
-             dt == onnx::TensorProto::UINT8 || dt == onnx::TensorProto::BOOL) {
-    if (t.has_raw_data()) {
-      const size_t esz = dt == onnx::TensorProto::INT32 ? 4 : dt == onnx::TensorProto::INT16 ? 2 : 1;
-      if (t.raw_data().size() != static_cast<size_t>(numel) * esz) return std::nullopt;
-      const char* p = t.raw_data().data();
-      for (int64_t i = 0; i < numel; ++i) {
-        int64_t x = 0;
-        if (esz == 4) { int32_t y; std::memcpy(&y, p + 4 * i, 4); x = y; }
-        else if (esz == 2) { int16_t y; std::memcpy(&y, p + 2 * i, 2); x = y; }
-        else if (dt == onnx::TensorProto::INT8) { x = static_cast<int8_t>(p[i]); }
-        else { x = static_cast<uint8_t>(p[i]); }
-        v.push_back(x);
-      }
-    } else {
-      if (t.int32_data_size() != numel) return std::nullopt;
-      v.assign(t.int32_data().begin(), t.int32_data().end());
-    }
-  } else {
-    return std::nullopt;
-  }
-  return v;
+Shape shape_of(const std::vector<int64_t>& dims) {
+  Shape s;
+  s.reserve(dims.size());
+  for (int64_t d : dims) s.push_back(Expr(d));
+  return s;
 }
 
-// Float contents of a tiny tensor (Resize scales, scalar constants).
-std::optional<std::vector<double>> read_floats(const onnx::TensorProto& t, int64_t numel) {
-  if (numel > 16 || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  std::vector<double> v;
-  if (t.data_type() == onnx::TensorProto::FLOAT) {
-    if (t.has_raw_data()) {
-      if (t.raw_data().size() != static_cast<size_t>(numel) * 4) return std::nullopt;
-      for (int64_t i = 0; i < numel; ++i) {
-        float f;
-        std::memcpy(&f, t.raw_data().data() + 4 * i, 4);
-        v.push_back(f);
-      }
-    } else {
-      if (t.float_data_size() != numel) return std::nullopt;
-      v.assign(t.float_data().begin(), t.float_data().end());
-    }
-  } else if (t.data_type() == onnx::TensorProto::DOUBLE) {
-    if (t.has_raw_data()) {
-      if (t.raw_data().size() != static_cast<size_t>(numel) * 8) return std::nullopt;
-      v.resize(numel);
-      std::memcpy(v.data(), t.raw_data().data(), numel * 8);
-    } else {
-      if (t.double_data_size() != numel) return std::nullopt;
-      v.assign(t.double_data().begin(), t.double_data().end());
-    }
-  } else {
-    return std::nullopt;
+// The value of a node's metadata_props entry under `key`: the first entry that
+// parses as a StringStringEntryProto and has that key ("" when none does).
+std::string_view node_metadata(const NodeView& n, std::string_view key) {
+  for (std::string_view bytes : n.metadata) {
+    if (!onnx_schema::check_entry(bytes)) continue;
+    const EntryView e = read_entry(bytes);
+    if (e.key == key) return e.value;
   }
-  return v;
-}
-
-Attribute lower_attribute(onnx::AttributeProto& a, const std::string& file) {
-  Attribute out;
-  switch (a.type()) {
-    case onnx::AttributeProto::INT: out.kind = Attribute::Int; out.i = a.i(); break;
-    case onnx::AttributeProto::FLOAT: out.kind = Attribute::Float; out.f = a.f(); break;
-    case onnx::AttributeProto::STRING: out.kind = Attribute::String; out.s = std::move(*a.mutable_s()); break;
-    case onnx::AttributeProto::INTS:
-      out.kind = Attribute::Ints;
-      out.ints.assign(a.ints().begin(), a.ints().end());
-      break;
-    case onnx::AttributeProto::FLOATS:
-      out.kind = Attribute::Floats;
-      out.extra().floats.assign(a.floats().begin(), a.floats().end());
-      break;
-    case onnx::AttributeProto::STRINGS:
-      out.kind = Attribute::Strings;
-      out.extra().strings.assign(a.strings().begin(), a.strings().end());
-      break;
-    case onnx::AttributeProto::TENSOR: {
-      out.kind = Attribute::Tensor;
-      const auto& t = a.t();
-      out.extra().t_dtype = dtype_from_onnx(t.data_type());
-      out.extra().t_dims.assign(t.dims().begin(), t.dims().end());
-      int64_t numel = checked_numel(t.dims(), file, a.name());
-      out.extra().t_ints = read_ints(t, numel);
-      out.extra().t_floats = read_floats(t, numel);
-      break;
-    }
-    case onnx::AttributeProto::GRAPH:
-    case onnx::AttributeProto::GRAPHS:
-      out.kind = Attribute::Graph;
-      break;
-    default:
-      // Legacy files may leave `type` unset; infer from which field is filled.
-      if (a.has_i()) { out.kind = Attribute::Int; out.i = a.i(); }
-      else if (a.has_f()) { out.kind = Attribute::Float; out.f = a.f(); }
-      else if (a.has_s()) { out.kind = Attribute::String; out.s = a.s(); }
-      else if (a.ints_size()) { out.kind = Attribute::Ints; out.ints.assign(a.ints().begin(), a.ints().end()); }
-      else if (a.floats_size()) { out.kind = Attribute::Floats; out.extra().floats.assign(a.floats().begin(), a.floats().end()); }
-      break;
-  }
-  return out;
-}
-
-// The module path of a node: the dynamo exporter's name scopes, else the legacy scoped name.
-// NodeProto.metadata_props (field 9, onnx >= 1.16) is unknown to Debian's onnx 1.12
-// classes, so it is read from the unknown fields as StringStringEntryProto.
-std::string node_metadata(const onnx::NodeProto& n, const std::string& key) {
-  const auto& unknown = n.GetReflection()->GetUnknownFields(n);
-  for (int i = 0; i < unknown.field_count(); ++i) {
-    const auto& f = unknown.field(i);
-    if (f.number() != 9 || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) continue;
-    onnx::StringStringEntryProto entry;
-    if (entry.ParseFromString(f.length_delimited()) && entry.key() == key) return entry.value();
-  }
-  return "";
+  return {};
 }
 
 // module_from_scoped_name() for a run of nodes: the path depends only on the name up
 // to its last '/', which consecutive nodes of one module share.
 class ScopeCache {
  public:
-  const std::string& module(const std::string& node_name) {
+  const std::string& module(std::string_view node_name) {
     const size_t slash = node_name.rfind('/');
-    const std::string_view scope = std::string_view(node_name).substr(0, slash == std::string::npos ? 0 : slash + 1);
+    const std::string_view scope = node_name.substr(0, slash == std::string_view::npos ? 0 : slash + 1);
     if (!valid_ || scope != scope_) {
       scope_.assign(scope);
       module_ = module_from_scoped_name(node_name);
@@ -195,74 +89,73 @@ class ScopeCache {
   std::string scope_, module_;
 };
 
-std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes) {
+std::string module_of(const NodeView& n, ScopeCache& scopes) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
-  const std::string ns = node_metadata(n, "namespace");
+  const std::string_view ns = n.metadata.empty() ? std::string_view() : node_metadata(n, "namespace");
   if (!ns.empty()) {
-    std::string module;
+    std::string_view module;
     size_t start = 0;
     while (start <= ns.size()) {
-      size_t slash = ns.find('/', start);
-      std::string part = ns.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-      size_t colon = part.find(": ");
-      std::string name = colon == std::string::npos ? part : part.substr(0, colon);
-      std::string type = colon == std::string::npos ? "" : part.substr(colon + 2);
-      if (type.rfind("aten.", 0) != 0 && type.rfind("prims.", 0) != 0) module = name;
-      if (slash == std::string::npos) break;
+      const size_t slash = ns.find('/', start);
+      const std::string_view part = ns.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+      const size_t colon = part.find(": ");
+      const std::string_view name = colon == std::string_view::npos ? part : part.substr(0, colon);
+      const std::string_view type = colon == std::string_view::npos ? std::string_view() : part.substr(colon + 2);
+      if (!type.starts_with("aten.") && !type.starts_with("prims.")) module = name;
+      if (slash == std::string_view::npos) break;
       start = slash + 1;
     }
-    return module;
+    return std::string(module);
   }
-  return scopes.module(n.name());
+  return scopes.module(n.name);
 }
 
-// Names, strings and node lists are moved out of the message rather than copied:
-// the message is thrown away once lowered.
+using Rename = std::unordered_map<std::string, std::string>;
+
 class Lowering {
  public:
-  Lowering(Graph& g, onnx::ModelProto& m) : g_(g), m_(m) {
-    for (const auto& f : m.functions()) functions_[f.domain() + "::" + f.name()] = &f;
+  Lowering(Graph& g, const ModelView& m, const onnx_schema::ModelCheck& check) : g_(g), m_(m), check_(check) {
+    for (std::string_view bytes : m.functions) {
+      functions_.push_back(read_function(bytes));
+      const FunctionView& f = functions_.back();
+      function_index_[std::string(f.domain) + "::" + std::string(f.name)] = functions_.size() - 1;
+    }
   }
 
   void run() {
-    auto& graph = *m_.mutable_graph();
-    size_t tensors = static_cast<size_t>(graph.initializer_size()) + graph.input_size() + graph.output_size();
-    for (const auto& n : graph.node()) tensors += n.output_size();
+    const GraphView& graph = check_.graph;
+    const size_t tensors = graph.initializers.size() + graph.inputs.size() + graph.outputs.size() + check_.node_outputs;
     // Room for the loss's few tensors too, so appending them moves nothing.
-    g_.reserve(tensors + 8, static_cast<size_t>(graph.node_size()) + 4);
-    for (auto& init : *graph.mutable_initializer()) lower_initializer(init);
-    for (const auto& sp : graph.sparse_initializer()) {
-      int id = g_.tensor_id(sp.values().name());
-      Tensor& t = g_.tensors[id];
-      t.kind = TensorKind::Parameter;
-      t.dtype = dtype_from_onnx(sp.values().data_type());
-      Shape s;
-      for (int64_t d : sp.dims()) s.push_back(Expr(d));
-      t.shape = std::move(s);
-    }
+    g_.reserve(tensors + 8, graph.nodes + 4);
+    for (std::string_view init : graph.initializers) lower_initializer(init);
+    for (std::string_view sp : graph.sparse_initializers) lower_sparse_initializer(sp);
     // Initializers (and only they) have the ids below this.
     const int initializers = static_cast<int>(g_.tensors.size());
-    for (const auto& in : graph.input()) {
-      if (g_.find_tensor(in.name()) >= 0 && g_.find_tensor(in.name()) < initializers) continue;  // IR < 4 lists initializers as inputs too
-      int id = g_.tensor_id(in.name());
+    for (std::string_view bytes : graph.inputs) {
+      const ValueInfoView in = read_value_info(bytes);
+      const int known = g_.find_tensor(in.name);
+      if (known >= 0 && known < initializers) continue;  // IR < 4 lists initializers as inputs too
+      const int id = g_.tensor_id(in.name);
       Tensor& t = g_.tensors[id];
       t.kind = TensorKind::Input;
       lower_type(in, t, /*is_input=*/true);
       g_.inputs.push_back(id);
     }
-    for (const auto& vi : graph.value_info()) {
-      int id = g_.tensor_id(vi.name());
+    for (std::string_view bytes : graph.value_infos) {
+      const ValueInfoView vi = read_value_info(bytes);
+      const int id = g_.tensor_id(vi.name);
       Tensor probe;
       lower_type(vi, probe, false);
       if (probe.shape) g_.tensors[id].declared = std::move(probe.shape);
       if (g_.tensors[id].dtype == DType::Undefined) g_.tensors[id].dtype = probe.dtype;
     }
-    for (auto& n : *graph.mutable_node()) lower_node(n, "", {}, "");
-    for (const auto& out : graph.output()) {
-      if (out.name().empty()) continue;
-      int id = g_.tensor_id(out.name());
+    lower_nodes();
+    for (std::string_view bytes : graph.outputs) {
+      const ValueInfoView out = read_value_info(bytes);
+      if (out.name.empty()) continue;
+      const int id = g_.tensor_id(out.name);
       g_.tensors[id].graph_output = true;
       Tensor probe;
       lower_type(out, probe, false);
@@ -271,16 +164,51 @@ class Lowering {
     }
   }
 
+  /// The inputs BatchNormalization nodes take as running mean and variance.
+  const std::vector<int>& bn_statistics() const { return bn_statistics_; }
+
  private:
-  void lower_initializer(onnx::TensorProto& init) {
-    int id = g_.adopt_tensor(std::move(*init.mutable_name()));
+  // The graph's nodes pass through a short pipeline: each is decoded a few nodes
+  // ahead of its lowering, its names hashed and their index slots prefetched, then
+  // the tensors those slots name. A million-node graph's lookups then overlap their
+  // waits on memory instead of taking them one at a time. (A small graph's index
+  // stays in cache: there the hints would only cost.)
+  void lower_nodes() {
+    static const Rename kNoRename;
+    static const std::string kNoPrefix;
+    const bool hint = check_.graph.nodes >= 32768;
+    size_t read = 0, lowered = 0;
+    auto lower_next = [&] {
+      lower_node(ahead_[lowered % kAhead], kNoPrefix, kNoRename, kNoPrefix);
+      ++lowered;
+    };
+    each_node(m_.graph, [&](std::string_view bytes) {
+      NodeView& n = ahead_[read % kAhead];
+      read_node(bytes, n);
+      for (auto names : {&n.inputs, &n.outputs}) {
+        for (std::string_view s : *names) n.hashes.push_back(Graph::name_hash(s));
+      }
+      if (hint) {
+        for (uint32_t h : n.hashes) g_.prefetch_slot(h);
+      }
+      if (hint && read >= kAhead / 2) {
+        for (uint32_t h : ahead_[(read - kAhead / 2) % kAhead].hashes) g_.prefetch_tensor(h);
+      }
+      ++read;
+      if (read - lowered == kAhead) lower_next();
+    });
+    while (lowered < read) lower_next();
+  }
+
+  void lower_initializer(std::string_view bytes) {
+    TensorView init;
+    init.parts.add(bytes);
+    read_tensor(init, dims_);
+    const int id = g_.tensor_id(init.name);
     Tensor& t = g_.tensors[id];
-    t.dtype = dtype_from_onnx(init.data_type());
-    int64_t numel = checked_numel(init.dims(), g_.file, t.name);
-    Shape s;
-    s.reserve(static_cast<size_t>(init.dims_size()));
-    for (int64_t d : init.dims()) s.push_back(Expr(d));
-    t.shape = std::move(s);
+    t.dtype = dtype_from_onnx(init.data_type);
+    const int64_t numel = checked_numel(dims_, g_.file, t.name);
+    t.shape = shape_of(dims_);
     if (is_floating(t.dtype)) {
       t.kind = TensorKind::Parameter;  // refined by classify_initializers()
       t.fvalue = read_floats(init, numel);
@@ -293,146 +221,258 @@ class Lowering {
     t.module = module_from_param_name(t.name);
   }
 
-  void lower_type(const onnx::ValueInfoProto& vi, Tensor& t, bool is_input) {
-    if (!vi.has_type() || !vi.type().has_tensor_type()) return;
-    const auto& tt = vi.type().tensor_type();
-    t.dtype = dtype_from_onnx(tt.elem_type());
-    if (!tt.has_shape()) return;
+  void lower_sparse_initializer(std::string_view bytes) {
+    TensorView values;
+    std::vector<int64_t> dims;
+    wire::Field f;
+    for (wire::Fields fields(bytes); fields.next(f);) {
+      if (f.number == 1 && f.type == wire::kLen) values.parts.add(f.data);
+      if (f.number == 3) wire::each_varint(f, [&](int64_t d) { dims.push_back(d); });
+    }
+    read_tensor(values, dims_);
+    const int id = g_.tensor_id(values.name);
+    Tensor& t = g_.tensors[id];
+    t.kind = TensorKind::Parameter;
+    t.dtype = dtype_from_onnx(values.data_type);
+    t.shape = shape_of(dims);
+  }
+
+  void lower_type(const ValueInfoView& vi, Tensor& t, bool is_input) {
+    if (vi.type.empty()) return;
+    read_tensor_type(vi.type, type_);
+    if (!type_.has_tensor) return;
+    t.dtype = dtype_from_onnx(type_.elem_type);
+    if (type_.shape.empty()) return;
     Shape s;
     int k = 0;
-    for (const auto& d : tt.shape().dim()) {
-      if (d.has_dim_value()) {
-        if (d.dim_value() < 0) throw Error(g_.file, "", "'" + vi.name() + "' declares a negative dimension");
-        s.push_back(Expr(d.dim_value()));
-      } else if (d.has_dim_param() && !d.dim_param().empty()) {
-        s.push_back(Expr::symbol(d.dim_param()));
+    bool unknown = false;
+    type_.shape.each_field([&](const wire::Field& f) {
+      if (unknown || f.number != 1 || f.type != wire::kLen) return;
+      const DimView d = read_dim(f.data);
+      if (d.which == DimView::Value) {
+        if (d.value < 0) throw Error(g_.file, "", "'" + std::string(vi.name) + "' declares a negative dimension");
+        s.push_back(Expr(d.value));
+      } else if (d.which == DimView::Param && !d.param.empty()) {
+        s.push_back(Expr::symbol(std::string(d.param)));
       } else if (is_input) {
-        s.push_back(Expr::symbol(vi.name() + "_dim" + std::to_string(k)));
+        s.push_back(Expr::symbol(std::string(vi.name) + "_dim" + std::to_string(k)));
       } else {
-        return;  // an unnamed unknown dim inside the graph: leave it to the shape pass
+        unknown = true;  // an unnamed unknown dim inside the graph: leave it to the shape pass
+        return;
       }
       ++k;
+    });
+    if (!unknown) t.shape = std::move(s);
+  }
+
+  Attribute lower_attribute(const AttrView& a) {
+    Attribute out;
+    switch (a.type) {
+      case 2: out.kind = Attribute::Int; out.i = a.i; break;  // INT
+      case 1: out.kind = Attribute::Float; out.f = a.f; break;  // FLOAT
+      case 3: out.kind = Attribute::String; out.s = a.s; break;  // STRING
+      case 7:  // INTS
+        out.kind = Attribute::Ints;
+        out.ints = attr_ints(a);
+        break;
+      case 6:  // FLOATS
+        out.kind = Attribute::Floats;
+        out.extra().floats = attr_floats(a);
+        break;
+      case 8:  // STRINGS
+        out.kind = Attribute::Strings;
+        out.extra().strings = attr_strings(a);
+        break;
+      case 4: {  // TENSOR
+        out.kind = Attribute::Tensor;
+        TensorView t;
+        t.parts = a.t;
+        read_tensor(t, dims_);
+        out.extra().t_dtype = dtype_from_onnx(t.data_type);
+        out.extra().t_dims = dims_;
+        const int64_t numel = checked_numel(dims_, g_.file, a.name);
+        out.extra().t_ints = read_ints(t, numel);
+        out.extra().t_floats = read_floats(t, numel);
+        break;
+      }
+      case 5:   // GRAPH
+      case 10:  // GRAPHS
+        out.kind = Attribute::Graph;
+        break;
+      default:
+        // Legacy files may leave `type` unset; infer from which field is filled.
+        if (a.has_i) {
+          out.kind = Attribute::Int;
+          out.i = a.i;
+        } else if (a.has_f) {
+          out.kind = Attribute::Float;
+          out.f = a.f;
+        } else if (a.has_s) {
+          out.kind = Attribute::String;
+          out.s = a.s;
+        } else if (auto ints = attr_ints(a); !ints.empty()) {
+          out.kind = Attribute::Ints;
+          out.ints = std::move(ints);
+        } else if (auto floats = attr_floats(a); !floats.empty()) {
+          out.kind = Attribute::Floats;
+          out.extra().floats = std::move(floats);
+        }
+        break;
     }
-    t.shape = std::move(s);
+    return out;
   }
 
   // Lowers one node; `prefix` and `rename` serve function inlining.
-  void lower_node(onnx::NodeProto& n, const std::string& prefix,
-                  const std::unordered_map<std::string, std::string>& rename, const std::string& outer_module) {
-    auto map_name = [&](const std::string& s) -> std::string {
-      if (s.empty()) return s;
-      auto it = rename.find(s);
-      if (it != rename.end()) return it->second;
-      return prefix.empty() ? s : prefix + s;
+  void lower_node(const NodeView& n, const std::string& prefix, const Rename& rename, const std::string& outer_module) {
+    auto map_name = [&](std::string_view s) -> std::string {
+      if (s.empty()) return std::string();
+      if (!rename.empty()) {
+        auto it = rename.find(std::string(s));
+        if (it != rename.end()) return it->second;
+      }
+      return prefix + std::string(s);
     };
-    static const std::string kDefaultDomain;
-    const std::string& dom = n.domain() == "ai.onnx" ? kDefaultDomain : n.domain();
-    if (!functions_.empty()) {
-      auto fn = functions_.find(dom + "::" + n.op_type());
-      if (fn != functions_.end() && depth_ < 16) {
-        inline_function(*fn->second, n, map_name, outer_module);
+    const std::string_view dom = n.domain == "ai.onnx" ? std::string_view() : n.domain;
+    if (!function_index_.empty()) {
+      auto fn = function_index_.find(std::string(dom) + "::" + std::string(n.op_type));
+      if (fn != function_index_.end() && depth_ < 16) {
+        inline_function(functions_[fn->second], n, map_name, outer_module);
         return;
       }
     }
-    if (!known_domains().count(dom)) {
-      throw Error(g_.file, n.name().empty() ? n.op_type() : n.name(),
-                  "op " + n.op_type() + " is in domain '" + dom + "', which memest does not know");
+    if (!known_domain(dom)) {
+      throw Error(g_.file, std::string(n.name.empty() ? n.op_type : n.name),
+                  "op " + std::string(n.op_type) + " is in domain '" + std::string(dom) + "', which memest does not know");
     }
+    if (!prefix.empty()) count_expansion();
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
     node.module = module_of(n, scopes_);
     if (node.module.empty()) node.module = outer_module;
-    // Outside inlined functions (nearly always) a name is the tensor's own, and a new
-    // tensor takes it from the message.
+    // Outside inlined functions (nearly always) a name is the tensor's own.
     const bool as_is = prefix.empty() && rename.empty();
-    auto id_of = [&](std::string& s) {
+    const bool hashed = as_is && n.hashes.size() == n.inputs.size() + n.outputs.size();
+    size_t k = 0;  // the name's position in n.hashes
+    auto id_of = [&](std::string_view s) {
+      const size_t at = k++;
       if (s.empty()) return -1;
-      return as_is ? g_.adopt_tensor(std::move(s)) : g_.tensor_id(map_name(s));
+      if (!as_is) return g_.tensor_id(map_name(s));
+      return hashed ? g_.tensor_id(s, n.hashes[at]) : g_.tensor_id(s);
     };
-    node.inputs.reserve(static_cast<size_t>(n.input_size()));
-    node.outputs.reserve(static_cast<size_t>(n.output_size()));
+    node.inputs.reserve(n.inputs.size());
+    node.outputs.reserve(n.outputs.size());
     // Links as Graph::relink() makes them, built while each tensor is at hand.
     const int index = static_cast<int>(g_.nodes.size()) - 1;
-    for (auto& in : *n.mutable_input()) {
+    for (std::string_view in : n.inputs) {
       const int id = id_of(in);
       node.inputs.push_back(id);
       if (id >= 0) g_.tensors[id].consumers.push_back(index);
     }
-    for (auto& out : *n.mutable_output()) {
+    for (std::string_view out : n.outputs) {
       const int id = id_of(out);
       node.outputs.push_back(id);
       if (id >= 0) g_.tensors[id].producer = index;
     }
-    node.attrs.reserve(static_cast<size_t>(n.attribute_size()));
-    for (auto& a : *n.mutable_attribute()) {
-      Attribute attr = lower_attribute(a, g_.file);
+    if (n.op_type == "BatchNormalization" && node.inputs.size() > 4) {
+      for (int id : {node.inputs[3], node.inputs[4]}) {
+        if (id >= 0) bn_statistics_.push_back(id);
+      }
+    }
+    node.attrs.reserve(n.attrs.size());
+    for (const AttrRef& ref : n.attrs) {
+      read_attr(ref, attr_);
+      Attribute attr = lower_attribute(attr_);
       if (attr.kind == Attribute::Graph) {
-        g_.warn("node '" + (n.name().empty() ? n.op_type() : n.name()) + "' (" + n.op_type() +
+        g_.warn("node '" + std::string(n.name.empty() ? n.op_type : n.name) + "' (" + std::string(n.op_type) +
                 ") holds a subgraph; memest does not look inside it");
       }
-      node.attrs.emplace(a.name(), std::move(attr));
+      node.attrs.emplace(std::string(attr_.name), std::move(attr));
     }
     if (!prefix.empty()) {
-      node.name = prefix + n.name();
-    } else if (!n.name().empty()) {
-      node.name = std::move(*n.mutable_name());
+      node.name = prefix + std::string(n.name);
+    } else if (!n.name.empty()) {
+      node.name = n.name;
     }
-    node.op = std::move(*n.mutable_op_type());
+    node.op = n.op_type;
+  }
+
+  // Functions may call functions, 16 deep: without a bound on the calls and nodes
+  // that makes, a few bytes of functions calling each other would run for hours.
+  void count_expansion() {
+    if (++expansion_ > kMaxExpansion) {
+      throw Error(g_.file, "", "model-local functions expand to more than " + std::to_string(kMaxExpansion) +
+                                   " nodes and calls (do they call each other over and over?)");
+    }
   }
 
   template <typename MapName>
-  void inline_function(const onnx::FunctionProto& f, const onnx::NodeProto& call, MapName map_name,
-                       const std::string& outer_module) {
+  void inline_function(const FunctionView& f, const NodeView& call, MapName map_name, const std::string& outer_module) {
+    count_expansion();
     ++depth_;
-    std::string inner = "__" + f.name() + std::to_string(inlined_++) + "/";
-    std::unordered_map<std::string, std::string> rename;
-    for (int i = 0; i < f.input_size() && i < call.input_size(); ++i) rename[f.input(i)] = map_name(call.input(i));
-    for (int i = 0; i < f.output_size() && i < call.output_size(); ++i) {
-      rename[f.output(i)] = map_name(call.output(i));
+    const std::string inner = "__" + std::string(f.name) + std::to_string(inlined_++) + "/";
+    Rename rename;
+    for (size_t i = 0; i < f.inputs.size() && i < call.inputs.size(); ++i) {
+      rename[std::string(f.inputs[i])] = map_name(call.inputs[i]);
     }
-    // Attribute references inside a function are resolved from the call site.
+    for (size_t i = 0; i < f.outputs.size() && i < call.outputs.size(); ++i) {
+      rename[std::string(f.outputs[i])] = map_name(call.outputs[i]);
+    }
     std::string module = module_of(call, scopes_);
     if (module.empty()) module = outer_module;
-    for (const auto& fn : f.node()) {
-      onnx::NodeProto copy = fn;
-      for (auto& a : *copy.mutable_attribute()) {
-        if (a.ref_attr_name().empty()) continue;
-        for (const auto& ca : call.attribute()) {
-          if (ca.name() == a.ref_attr_name()) {
-            std::string name = a.name();
-            a = ca;
-            a.set_name(name);
-          }
+    NodeView body;
+    AttrView a, ca;
+    for (std::string_view bytes : f.nodes) {
+      read_node(bytes, body);
+      // Attribute references inside a function are resolved from the call site: the
+      // call's attribute replaces the reference, keeping the reference's name. A
+      // replaced attribute carries the call attribute's own ref_attr_name, which the
+      // remaining call attributes are then matched against.
+      for (AttrRef& ref : body.attrs) {
+        read_attr(ref, a);
+        if (a.ref_attr_name.empty()) continue;
+        const std::string_view name = a.name;
+        std::string_view wanted = a.ref_attr_name;
+        for (const AttrRef& call_ref : call.attrs) {
+          read_attr(call_ref, ca);
+          if (ca.name != wanted) continue;
+          ref = AttrRef{call_ref.bytes, name, true};
+          wanted = ca.ref_attr_name;
         }
       }
-      lower_node(copy, inner, rename, module);
+      lower_node(body, inner, rename, module);
     }
     --depth_;
   }
 
   Graph& g_;
-  onnx::ModelProto& m_;
-  std::unordered_map<std::string, const onnx::FunctionProto*> functions_;
+  const ModelView& m_;
+  const onnx_schema::ModelCheck& check_;
+  std::vector<FunctionView> functions_;
+  std::unordered_map<std::string, size_t> function_index_;
   ScopeCache scopes_;
   int depth_ = 0;
   int inlined_ = 0;
+  static constexpr size_t kMaxExpansion = size_t{1} << 20;
+  size_t expansion_ = 0;
+  // Scratch reused from node to node; the pipeline's nodes.
+  static constexpr size_t kAhead = 8;
+  std::array<NodeView, kAhead> ahead_;
+  AttrView attr_;
+  TensorTypeView type_;
+  std::vector<int64_t> dims_;
+  std::vector<int> bn_statistics_;
 };
 
 // Floating initializers are parameters unless they are BatchNorm running
 // statistics (buffers) or scalar literals the exporter lifted (constants).
-// The links are the reader's (no node is dead yet).
-void classify_initializers(Graph& g) {
+// `bn_statistics`: the tensors that BatchNormalization nodes take as mean and variance.
+void classify_initializers(Graph& g, const std::vector<int>& bn_statistics) {
+  std::vector<bool> is_statistic(g.tensors.size());
+  for (int id : bn_statistics) is_statistic[id] = true;
   for (auto& t : g.tensors) {
     if (t.kind != TensorKind::Parameter) continue;
-    bool stats = t.name.find("running_mean") != std::string::npos ||
-                 t.name.find("running_var") != std::string::npos;
-    for (int c : t.consumers) {
-      const Node& n = g.nodes[c];
-      if (n.op == "BatchNormalization" && n.inputs.size() > 4) {
-        int id = static_cast<int>(&t - g.tensors.data());
-        stats |= n.inputs[3] == id || n.inputs[4] == id;
-      }
-    }
+    const bool stats = t.name.find("running_mean") != std::string::npos ||
+                       t.name.find("running_var") != std::string::npos || is_statistic[&t - g.tensors.data()];
     if (stats) {
       t.kind = TensorKind::Buffer;
       continue;
@@ -444,67 +484,52 @@ void classify_initializers(Graph& g) {
 }
 
 // The names the TorchScript helper lists as buffers (it knows exactly which initializers are).
-std::vector<std::string> declared_buffers(const onnx::ModelProto& model) {
+std::vector<std::string> declared_buffers(const ModelView& model) {
   std::vector<std::string> names;
-  for (const auto& p : model.metadata_props()) {
-    if (p.key() != "memest.buffers") continue;
+  for (std::string_view bytes : model.metadata_props) {
+    const EntryView p = read_entry(bytes);
+    if (p.key != "memest.buffers") continue;
     size_t start = 0;
-    while (start < p.value().size()) {
-      size_t comma = p.value().find(',', start);
-      names.push_back(p.value().substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
+    while (start < p.value.size()) {
+      const size_t comma = p.value.find(',', start);
+      names.emplace_back(p.value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+      if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
   }
   return names;
 }
 
-// Parses and lowers `bytes`; when `owner` holds them, they are freed as soon as the
-// message is parsed, and the message as soon as it is lowered, so the file, the
-// message and the IR are never all resident at once.
-Graph read_model(std::string_view bytes, std::string* owner, const std::string& file) {
+Graph read_model(std::string_view bytes, const std::string& file) {
   if (bytes.empty()) throw Error(file, "", "the file is empty, not an ONNX model");
+  // The whole file is checked before anything is lowered: a file protobuf would
+  // reject gets this message, whatever else is wrong with it.
+  const std::optional<onnx_schema::ModelCheck> check = onnx_schema::check_model(bytes);
+  if (!check) throw Error(file, "", "not a valid ONNX model (the protobuf is truncated or corrupt)");
+  const ModelView model = onnx_views::read_model(bytes);
+  if (!model.has_graph || model.ir_version <= 0) {
+    throw Error(file, "", "not an ONNX model (no graph or IR version in the protobuf)");
+  }
   Graph g;
   g.file = file;
-  std::vector<std::string> buffers;
-  {
-    // The message tree lives on an arena: parsing a large graph is then a few big
-    // allocations instead of one per node and string, and freeing it is one more.
-    google::protobuf::ArenaOptions arena_opts;
-    arena_opts.start_block_size = std::min<size_t>(std::max<size_t>(bytes.size() * 2, 4096), size_t{64} << 20);
-    arena_opts.max_block_size = size_t{64} << 20;
-    google::protobuf::Arena arena(arena_opts);
-    onnx::ModelProto& model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
-    {
-      google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
-      google::protobuf::io::CodedInputStream coded(&raw);
-      coded.SetTotalBytesLimit(INT32_MAX);
-      coded.SetRecursionLimit(64);
-      if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-        throw Error(file, "", "not a valid ONNX model (the protobuf is truncated or corrupt)");
-      }
-    }
-    if (owner) std::string().swap(*owner);
-    if (!model.has_graph() || model.ir_version() <= 0) {
-      throw Error(file, "", "not an ONNX model (no graph or IR version in the protobuf)");
-    }
-    g.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
-    for (const auto& op : model.opset_import()) {
-      if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
-    }
-    if (g.opset == 0) g.opset = model.opset_import_size() ? kMinOpset : 1;
-    if (g.opset > kMaxOpset) {
-      throw Error(file, "", "opset " + std::to_string(g.opset) + " is newer than memest supports (" +
-                                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
-    }
-    if (g.opset < kMinOpset) {
-      g.warn("opset " + std::to_string(g.opset) + " is older than 7; shapes follow opset 7 rules");
-    }
-    Lowering(g, model).run();
-    buffers = declared_buffers(model);
+  g.producer = std::string(model.producer_name) +
+               (model.producer_version.empty() ? "" : " " + std::string(model.producer_version));
+  for (std::string_view bytes : model.opset_imports) {
+    const OpsetView op = read_opset(bytes);
+    if (op.domain.empty() || op.domain == "ai.onnx") g.opset = op.version;
   }
-  classify_initializers(g);
-  for (const auto& name : buffers) {
+  if (g.opset == 0) g.opset = model.opset_imports.empty() ? 1 : kMinOpset;
+  if (g.opset > kMaxOpset) {
+    throw Error(file, "", "opset " + std::to_string(g.opset) + " is newer than memest supports (" +
+                              std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+  }
+  if (g.opset < kMinOpset) {
+    g.warn("opset " + std::to_string(g.opset) + " is older than 7; shapes follow opset 7 rules");
+  }
+  Lowering lowering(g, model, *check);
+  lowering.run();
+  classify_initializers(g, lowering.bn_statistics());
+  for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
   }
@@ -513,9 +538,7 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
 
 }  // namespace
 
-Graph read_onnx_bytes(const std::string& bytes, const std::string& file) {
-  return read_model(bytes, nullptr, file);
-}
+Graph read_onnx_bytes(const std::string& bytes, const std::string& file) { return read_model(bytes, file); }
 
 Graph read_onnx_file(const std::string& path) {
   struct stat st;
@@ -529,13 +552,21 @@ Graph read_onnx_file(const std::string& path) {
   if (static_cast<uint64_t>(st.st_size) > static_cast<uint64_t>(INT32_MAX)) {
     throw Error(path, "", "is larger than 2 GiB; store weights as external data (memest never reads them)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "cannot be read (permission denied?)");
-  std::string bytes;
-  bytes.resize(static_cast<size_t>(st.st_size));
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (in.bad() || static_cast<size_t>(in.gcount()) != bytes.size()) throw Error(path, "", "cannot be read");
-  return read_model(bytes, &bytes, path);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path, "", "cannot be read (permission denied?)");
+  // Read into memory that is not cleared first; the lowering keeps views into it.
+  const size_t size = static_cast<size_t>(st.st_size);
+  std::unique_ptr<char[]> bytes(new char[size]);
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = read(fd, bytes.get() + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (got != size) throw Error(path, "", "cannot be read");
+  return read_model(std::string_view(bytes.get(), size), path);
 }
 
 }  // namespace memest

@@ -131,6 +131,12 @@ expect("a huge declared dim", [save("huge.onnx", huge), "--batch", "64"], mentio
 expect("an opset from the future", [save("future.onnx", model(good.graph.node, [X], [Y], [W], opset=99))], mention="opset")
 alien = model([helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example.alien")], [X], [Y], domains=["com.example.alien"])
 expect("an unknown domain", [save("alien.onnx", alien)], mention="com.example.alien")
+# A model-local function whose body calls it three times: 3^16 calls before the depth limit.
+rec = helper.make_function("memest", "F", ["a"], ["b"], [helper.make_node("F", ["a"], ["b"], domain="memest")] * 3,
+                           [helper.make_opsetid("", 17)])
+recm = model([helper.make_node("F", ["x"], ["y"], domain="memest")], [X], [Y], domains=["memest"])
+recm.functions.extend([rec])
+expect("functions that call each other over and over", [save("recursive.onnx", recm)], mention="functions expand")
 SEQ = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])
 seq = model([helper.make_node("Relu", ["x"], ["y"])], [SEQ], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq"])])
 expect("a dim that needs --dim", [save("seq.onnx", seq), "--loss", "sum"], mention="--dim seq")
