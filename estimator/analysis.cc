@@ -182,7 +182,7 @@ Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_
   }
 }
 
-Estimate estimate(const Analysis& a, int64_t batch, Bindings b, AllocatorResult&& replay) {
+Estimate estimate(const Analysis& /*a*/, int64_t batch, Bindings b, AllocatorResult&& replay) {
   Estimate e;
   e.batch = batch;
   e.bindings = std::move(b);

@@ -561,7 +561,6 @@ class Builder {
     }
     for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
       if (dead_[k]) continue;
-      const Node& n = g_.nodes[k];
       if (!node_rg_[k]) {
         release_saved(k);
         continue;
