@@ -398,6 +398,8 @@ class Lowering {
 
   // Functions may call functions, 16 deep: without a bound on the calls and nodes
   // that makes, a few bytes of functions calling each other would run for hours.
+  // The bound (262,144) is far above what exporters make of functions (a module's
+  // layers) and low enough to be reached in well under a second.
   void count_expansion() {
     if (++expansion_ > kMaxExpansion) {
       throw Error(g_.file, "", "model-local functions expand to more than " + std::to_string(kMaxExpansion) +
@@ -452,7 +454,7 @@ class Lowering {
   ScopeCache scopes_;
   int depth_ = 0;
   int inlined_ = 0;
-  static constexpr size_t kMaxExpansion = size_t{1} << 20;
+  static constexpr size_t kMaxExpansion = size_t{1} << 18;
   size_t expansion_ = 0;
   // Scratch reused from node to node; the pipeline's nodes.
   static constexpr size_t kAhead = 8;
