@@ -10,6 +10,7 @@
 #include <span>
 
 #include "estimator/error.h"
+#include "estimator/frames.h"
 #include "estimator/ops/registry.h"
 
 namespace memest {
@@ -105,6 +106,8 @@ class Builder {
       numel_[t] = ten.shape ? product(*ten.shape) : Expr(0);
     }
     node_rg_.assign(nn, false);
+    frame_release_ = frame_release_nodes(g);
+    frame_held_.resize(nn);
     prog_.saved_by_node.resize(nn);
     low_ = cfg.amp == Amp::BF16 ? DType::BF16 : DType::F16;
     segment_of_.assign(nn, -1);
@@ -255,6 +258,8 @@ class Builder {
         }
       }
       forward_node(static_cast<int>(k));
+      for (int b : frame_held_[k]) unref(b);
+      frame_held_[k].clear();
     }
     if (!released_prev_out) {
       for (int b : prev_out_) unref(b);
@@ -386,6 +391,10 @@ class Builder {
       block_of_[o] = out_blocks[j];
       if (!recompute) {
         ref(out_blocks[j], of.uses);
+        if (!frame_release_.empty() && frame_release_[o] >= 0 && out_blocks[j] >= 0) {
+          ref(out_blocks[j]);
+          frame_held_[frame_release_[o]].push_back(out_blocks[j]);
+        }
       } else {
         for (int c : ot.consumers) {
           if (segment_of_[c] == seg) ref(out_blocks[j]);
@@ -778,6 +787,8 @@ class Builder {
   std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
   std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
+  std::vector<int> frame_release_;             // per tensor: frames.h
+  std::vector<std::vector<int>> frame_held_;   // per node: blocks its frames let go after it
   std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
   bool cublas_fwd_ = false, cublas_bwd_ = false, cublaslt_ = false, scaler_ = false;
 };

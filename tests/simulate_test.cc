@@ -488,3 +488,68 @@ output y
   CHECK(output_bytes("scale") == 2 * 32 * 2);  // half * zero-dim fp32: half
   CHECK(output_bytes("shift") == 2 * 32 * 4);  // half + [32] fp32: fp32
 }
+
+TEST_CASE("a module's argument stays allocated until the module returns") {
+  // h goes into `body`; its last use is body's first op (Mul by a constant saves
+  // nothing of h). body's caller holds h until body.fc has run: h's free comes after
+  // body.fc's output is made. Without the call (the same ops at top level), it goes
+  // right after the Mul.
+  auto order = [](const char* scale, const char* act, const char* fc) {
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,64
+param stem.weight float32 64,64
+const two float32 - = 2
+node memest::Linear x stem.weight -> h @stem
+node Mul h two -> m @)") + scale + R"(
+node Relu m -> r @)" + act + R"(
+node Relu r -> y @)" + fc + R"(
+output y
+)";
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+    int h_block = -1;
+    size_t h_free = 0, fc_alloc = 0;
+    for (size_t i = 0; i < a.program.events.size(); ++i) {
+      const Event& ev = a.program.events[i];
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0) continue;
+      const std::string& module = a.graph.nodes[b.node].module;
+      if (ev.kind == Event::Alloc && module == "stem" && b.category == Category::Activations) h_block = ev.block;
+      if (ev.kind == Event::Free && ev.block == h_block) h_free = i;
+      if (ev.kind == Event::Alloc && module == fc) fc_alloc = i;
+    }
+    REQUIRE(h_block >= 0);
+    REQUIRE(h_free > 0);
+    return h_free > fc_alloc;
+  };
+  CHECK(order("body.scale", "body.act", "body.fc"));
+  CHECK_FALSE(order("scale", "act", "fc"));
+}
+
+TEST_CASE("cross_entropy under fp16 autocast: log_softmax in half, nll_loss on an fp32 copy") {
+  // cross_entropy passes log_softmax an explicit dtype (the logits'), which autocast
+  // respects; nll_loss is on the fp32 list and casts. [batch 4, 10 classes] of half
+  // logits: log_softmax's result is 4*10*2 = 80 bytes, nll_loss's fp32 copy 160, both
+  // saved for backward. In fp32 there is no copy: nll_loss reads log_softmax's result.
+  auto loss_blocks = [](Amp amp) {
+    TrainConfig cfg;
+    cfg.amp = amp;
+    Analysis a = analyze_text(kMlp, cfg);
+    const Estimate e = estimate(a, 4);
+    std::vector<int64_t> bytes;  // the first forward's loss allocations, in order
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
+          a.graph.nodes[b.node].module == "loss") {
+        bytes.push_back(b.bytes.eval(e.bindings));
+      }
+    }
+    return bytes;
+  };
+  // log_softmax 80; nll_loss: the fp32 copy 160, the loss 4, total_weight 4.
+  CHECK(loss_blocks(Amp::FP16) == std::vector<int64_t>{80, 160, 4, 4});
+  // fp32: log_softmax 160; nll_loss: the loss 4, total_weight 4.
+  CHECK(loss_blocks(Amp::None) == std::vector<int64_t>{160, 4, 4});
+}

@@ -63,12 +63,18 @@ const OpInfo kOps[] = {
      .grads = "A", .domain = "memest", .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input"},
     {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .domain = "memest", .note = "x*sigmoid(x): nn.SiLU, saves its input"},
-    {.op = "LogSoftmax", .family = "loss", .shape = shape_same, .autocast = Autocast::Widen,
+    // cross_entropy calls log_softmax(x, dim, x.scalar_type()): autocast's
+    // fp32_set_opt_dtype policy respects an explicit dtype, so it runs in the logits'
+    // dtype, and nll_loss (fp32 list) casts that result to fp32 and saves the copy. GPU
+    // trace of gpt2_hf at batch 137 under fp16 (cases-h200-torch2.11.jsonl): fp16
+    // logits, an fp16 log_softmax, an fp32 copy; in backward fp32 dlogp, its fp16 cast,
+    // then log_softmax's fp16 gradient.
+    {.op = "LogSoftmax", .family = "loss", .shape = shape_same, .autocast = Autocast::Keep,
      .saved_outputs = bits({0}), .grads = "A", .domain = "memest",
-     .note = "cross_entropy's log_softmax: fp32 under autocast, saves its result"},
+     .note = "cross_entropy's log_softmax: in the logits' dtype, even under autocast; saves its result"},
     {.op = "NllLoss", .family = "loss", .shape = shape_scalar, .autocast = Autocast::Fp32,
-     .saved_inputs = bits({1}), .saved_extra = nll_extra, .grads = "AN", .domain = "memest",
-     .note = "nll_loss: saves target and total_weight; backward allocates a dense gradient"},
+     .saved_inputs = bits({0, 1}), .saved_extra = nll_extra, .grads = "AN", .domain = "memest",
+     .note = "nll_loss: fp32 (an fp32 copy of half log-probabilities); saves input, target and total_weight"},
     {.op = "MseLoss", .family = "loss", .shape = shape_scalar, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0, 1}), .output_keeps = mse_keeps, .grads = "AN", .domain = "memest",
      .note = "mse_loss: fp32, saves input and target; an fp32 buffer of the input's size lives with the loss"},

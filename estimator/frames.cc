@@ -1,0 +1,129 @@
+// Python frames (frames.h). A call of module S is a run of consecutive nodes whose
+// module paths start with S (Constants, which read nothing, aside); the run ends at
+// its last node. One forward pass over the
+// nodes, with the stack of runs open at each node, answers every "where does the run
+// of S around node c end" that the tensors ask.
+#include "estimator/frames.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+namespace memest {
+namespace {
+
+using Path = std::vector<std::string_view>;
+
+bool numeric(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Is the prefix of p of length i a module that was called? A ModuleList is not
+// called, nor is a Sequential reached only through its elements ("blocks" in
+// "blocks.0"): a prefix followed by a number is taken as a container.
+bool called(const Path& p, size_t i) { return i == p.size() || !numeric(p[i]); }
+
+// The first called prefix of p longer than `from`, or 0 when none.
+size_t first_call_below(const Path& p, size_t from) {
+  for (size_t i = from + 1; i <= p.size(); ++i) {
+    if (called(p, i)) return i;
+  }
+  return 0;
+}
+
+size_t common_depth(const Path& a, const Path& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+struct Query {
+  int node;
+  size_t depth;
+  int tensor;
+};
+
+}  // namespace
+
+std::vector<int> frame_release_nodes(const Graph& g) {
+  const int nn = static_cast<int>(g.nodes.size());
+  std::vector<int> release(g.tensors.size(), -1);
+
+  // Module paths, split once per distinct module.
+  std::unordered_map<std::string_view, int> ids;
+  std::vector<Path> paths;
+  std::vector<int> path_of(g.nodes.size(), -1);  // -1: outside every frame (loss, dead)
+  for (int k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    if (n.dead || n.module == "loss") continue;
+    auto [it, fresh] = ids.try_emplace(n.module, static_cast<int>(paths.size()));
+    if (fresh) {
+      Path p;
+      std::string_view m = n.module;
+      while (!m.empty()) {
+        const size_t dot = m.find('.');
+        p.push_back(m.substr(0, dot));
+        m = dot == std::string_view::npos ? std::string_view() : m.substr(dot + 1);
+      }
+      paths.push_back(std::move(p));
+    }
+    path_of[k] = it->second;
+  }
+
+  // The runs each tensor's consumers ask about.
+  std::vector<Query> queries;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& ten = g.tensors[t];
+    if (ten.kind != TensorKind::Activation || ten.producer < 0 || path_of[ten.producer] < 0) continue;
+    const Path& p = paths[path_of[ten.producer]];
+    for (int c : ten.consumers) {
+      if (path_of[c] < 0) continue;
+      const Path& cp = paths[path_of[c]];
+      const size_t common = common_depth(p, cp);
+      // An argument: held until the callee it went into returns.
+      if (const size_t callee = first_call_below(cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
+    }
+  }
+  if (queries.empty()) return release;
+  std::sort(queries.begin(), queries.end(), [](const Query& a, const Query& b) { return a.node < b.node; });
+
+  // One pass: the open runs, one per depth of the current path (depth 0, the root,
+  // is never asked about: a callee is at least one level down).
+  std::vector<int> run_end = {-1};  // per run: its last node
+  std::vector<int> open = {0};      // run ids of the open prefixes, by depth
+  const Path* current = nullptr;
+  static const Path kRoot;
+  std::vector<int> query_run(queries.size());
+  size_t q = 0;
+  int last = -1;
+  for (int k = 0; k < nn; ++k) {
+    if (path_of[k] < 0 || g.nodes[k].op == "Constant") continue;  // no consumer of a tensor
+    const Path& p = paths[path_of[k]];
+    const size_t keep = common_depth(current ? *current : kRoot, p);
+    for (size_t d = open.size() - 1; d > keep; --d) run_end[open[d]] = last;
+    open.resize(keep + 1);
+    for (size_t d = keep + 1; d <= p.size(); ++d) {
+      open.push_back(static_cast<int>(run_end.size()));
+      run_end.push_back(-1);
+    }
+    current = &p;
+    last = k;
+    for (; q < queries.size() && queries[q].node == k; ++q) query_run[q] = open[queries[q].depth];
+  }
+  for (size_t d = open.size() - 1; d > 0; --d) run_end[open[d]] = last;
+
+  for (size_t i = 0; i < queries.size(); ++i) {
+    int& r = release[queries[i].tensor];
+    r = std::max(r, run_end[query_run[i]]);
+  }
+  // Only a hold past the last use matters.
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (release[t] < 0) continue;
+    int last_use = -1;
+    for (int c : g.tensors[t].consumers) last_use = std::max(last_use, c);
+    if (release[t] <= last_use) release[t] = -1;
+  }
+  return release;
+}
+
+}  // namespace memest

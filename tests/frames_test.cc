@@ -1,0 +1,101 @@
+// Python frames: which tensors a module call's caller holds past their last use.
+#include <doctest/doctest.h>
+
+#include "estimator/frames.h"
+#include "frontends/text_reader.h"
+
+using namespace memest;
+
+namespace {
+
+Graph linked(const char* text) {
+  Graph g = read_text_graph(text);
+  g.relink();
+  return g;
+}
+
+int node_index(const Graph& g, const std::string& module) {
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (g.nodes[k].module == module) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("an argument lives until the module it was passed to returns") {
+  // stem -> body(scale, act, fc) -> head: h goes into body, whose first op is its last
+  // use; body's caller holds it until body.fc, body's last node, has run.
+  const Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+const two float32 - = 2
+node Relu x -> h @stem
+node Mul h two -> m @body.scale
+node Relu m -> r @body.act
+node Relu r -> y @body.fc
+node Relu y -> z @head
+output z
+)");
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("h")] == node_index(g, "body.fc"));
+  // Passed from one of body's children to the next: held by the call to body.act,
+  // which ends at its only node, the last use.
+  CHECK(release[g.find_tensor("m")] == -1);
+  CHECK(release[g.find_tensor("r")] == -1);
+  // y goes into head, which ends where y is used.
+  CHECK(release[g.find_tensor("y")] == -1);
+  // Only activations: the graph input is held by the training loop anyway.
+  CHECK(release[g.find_tensor("x")] == -1);
+}
+
+TEST_CASE("a numbered path component is a container element: the call is the element, not the list") {
+  // for block in self.blocks: x = block(x). blocks.0's output goes into blocks.1 and is
+  // held until blocks.1 returns, not until the end of "blocks" (which is never called).
+  const Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+const two float32 - = 2
+node Relu x -> a @blocks.0.fc
+node Mul a two -> b @blocks.1.scale
+node Relu b -> c @blocks.1.fc
+node Relu c -> d @blocks.2.fc
+node Relu d -> e @blocks.2.out
+output e
+)");
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("a")] == node_index(g, "blocks.1.fc"));
+  // c goes into blocks.2 and is used by its first node; blocks.2 ends at blocks.2.out.
+  CHECK(release[g.find_tensor("c")] == node_index(g, "blocks.2.out"));
+}
+
+TEST_CASE("a module called twice is two calls: each argument is held to the end of its own call") {
+  // self.drop used after attn and again after mlp ("drop" twice, apart).
+  const Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> a @attn
+node Relu a -> b @drop.inner
+node Relu b -> c @drop.out
+node Relu c -> d @mlp
+node Relu d -> e @drop.inner
+node Relu e -> f @drop.out
+output f
+)");
+  const std::vector<int> release = frame_release_nodes(g);
+  const int first_out = node_index(g, "drop.out");
+  CHECK(release[g.find_tensor("a")] == first_out);
+  CHECK(release[g.find_tensor("d")] == 5);  // the second call's drop.out, node 5
+  CHECK(release[g.find_tensor("c")] == -1);  // mlp is one node
+}
+
+TEST_CASE("graphs without module paths hold nothing") {
+  const Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> a
+node Relu a -> b
+output b
+)");
+  for (int r : frame_release_nodes(g)) CHECK(r == -1);
+}
