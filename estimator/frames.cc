@@ -75,6 +75,7 @@ std::vector<int> frame_release_nodes(const Graph& g) {
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Activation || ten.producer < 0 || path_of[ten.producer] < 0) continue;
+    if (g.nodes[ten.producer].op == "Constant") continue;  // shape arithmetic
     const Path& p = paths[path_of[ten.producer]];
     for (int c : ten.consumers) {
       if (path_of[c] < 0) continue;
@@ -83,6 +84,15 @@ std::vector<int> frame_release_nodes(const Graph& g) {
       // An argument: held until the callee it went into returns.
       if (const size_t callee = first_call_below(cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
     }
+  }
+  // `q, k, v = x.split(d, 2)`: the pieces of a split are bound to locals, and as views
+  // they keep x's storage until the call the split is in returns.
+  for (int k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    if (path_of[k] < 0 || n.op != "Split" || n.outputs.size() < 2 || n.inputs.empty() || n.inputs[0] < 0) continue;
+    const size_t depth = paths[path_of[k]].size();
+    const Tensor& in = g.tensors[n.inputs[0]];
+    if (depth > 0 && in.kind == TensorKind::Activation && in.producer >= 0) queries.push_back({k, depth, n.inputs[0]});
   }
   if (queries.empty()) return release;
   std::sort(queries.begin(), queries.end(), [](const Query& a, const Query& b) { return a.node < b.node; });

@@ -9,10 +9,14 @@
 // ModuleList or Sequential: "blocks" in "blocks.0.attn" is a container, "blocks.0" the
 // module called.
 //
-// Locals are not modelled: `inputs_embeds = self.wte(ids)` keeps its result until the
+// Of the locals, one kind is modelled: the pieces of a Split (`q, k, v = qkv.split(d, 2)`)
+// are unpacked into names, and as views they keep the split tensor's storage until
+// the call the split is in returns. Other locals are not: `inputs_embeds = self.wte(ids)` keeps its result until the
 // caller returns, `self.drop(self.attn(x))` does not, and the graph cannot tell the
 // two apart. Holding every named submodule's result to its caller's end fixed one GPU
-// trace (gpt2_hf) and overestimated others (transformer_encoder's peak by 2.4%).
+// trace (gpt2_hf) and overestimated others (transformer_encoder's peak by 2.4%); nor
+// is rebinding (`att = self.drop(F.softmax(att))` keeps the old att until the drop
+// returns, `y = f(x); return self.proj(y)` does not keep x).
 #pragma once
 
 #include <vector>

@@ -99,3 +99,23 @@ output b
 )");
   for (int r : frame_release_nodes(g)) CHECK(r == -1);
 }
+
+TEST_CASE("the pieces of a split are locals: as views they keep the split tensor until the call returns") {
+  // q, k, v = self.qkv(x).split(d, 2) ... return self.proj(y): qkv's storage goes when
+  // attn returns, after attn.proj, not after the last piece is read (GPU trace of
+  // gpt_mini at batch 119: the qkv block is freed right after proj's output is made).
+  const Graph g = linked(R"(
+opset 17
+input x float32 batch,12
+const sizes int64 3 = 4,4,4
+node Relu x -> qkv @attn.qkv
+node Split qkv sizes -> q k v axis=1 @attn
+node Mul q k -> s @attn
+node Add s v -> y @attn
+node Relu y -> out @attn.proj
+node Relu out -> z @head
+output z
+)");
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("qkv")] == node_index(g, "attn.proj"));
+}
