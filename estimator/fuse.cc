@@ -67,6 +67,14 @@ class Fuser {
     }
     return out;
   }
+  // Whether one live node reads t's data; Shape nodes, which read only its shape (and
+  // ran in the shape pass), aside. The dynamo exporter's attention reads k's shape.
+  bool read_once(int t) const {
+    if (t < 0 || T(t).graph_output) return false;
+    int data = 0;
+    for (int c : consumers(t)) data += g_.nodes[c].op != "Shape";
+    return data == 1;
+  }
   // The single live consumer of tensor t, or -1.
   int only_consumer(int t) const {
     if (t < 0) return -1;
@@ -241,6 +249,35 @@ class Fuser {
     return to3d->inputs[0];
   }
 
+  // transformers' repeat_kv (grouped-query attention: k and v have fewer heads than q):
+  // x[:, :, None].expand(B, Hkv, n, T, D).reshape(B, Hkv * n, T, D), spelled Unsqueeze
+  // (or Reshape), Expand, Reshape. Run eagerly with no attention mask, transformers
+  // skips it and passes enable_gqa=True instead (sdpa_attention_forward); the exporter
+  // traced it with its explicit causal mask. Returns x, or -1 when t is not such a
+  // repeat; `chain` gets its three nodes.
+  int repeat_kv_source(int t, std::vector<int>& chain) {
+    Node* rs = producer(t);
+    if (!rs || rs->op != "Reshape" || !read_once(t)) return -1;
+    const int e = rs->inputs[0];
+    Node* ex = producer(e);
+    if (!ex || ex->op != "Expand" || !read_once(e)) return -1;
+    const int u = ex->inputs[0];
+    Node* un = producer(u);
+    if (!un || (un->op != "Unsqueeze" && un->op != "Reshape") || !read_once(u)) return -1;
+    const int x = un->inputs[0];
+    const auto &xs = T(x).shape, &us = T(u).shape, &es = T(e).shape, &ts = T(t).shape;
+    if (!xs || !us || !es || !ts || xs->size() != 4 || us->size() != 5 || es->size() != 5 || ts->size() != 4) return -1;
+    // [B, Hkv, 1, T, D] expanded on dim 2 only, then merged into [B, Hkv * n, T, D].
+    const Expr one(1);
+    if ((*us)[2] != one || (*es)[2] == one || (*xs)[1] != (*us)[1] || (*xs)[2] != (*us)[3] || (*xs)[3] != (*us)[4]) return -1;
+    for (int d : {0, 1, 3, 4}) {
+      if ((*es)[d] != (*us)[d]) return -1;
+    }
+    if ((*ts)[2] != (*xs)[2] || (*ts)[3] != (*xs)[3] || (*ts)[1] != (*es)[1] * (*es)[2]) return -1;
+    chain.insert(chain.end(), {T(t).producer, T(e).producer, T(u).producer});
+    return x;
+  }
+
   // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [NaN guard] [Dropout] -> MatMul(., v).
   void attention(int k) {
     Node& sm = g_.nodes[k];
@@ -301,7 +338,17 @@ class Fuser {
       Node& cn = g_.nodes[c];
       if (cn.op == "MatMul" && cn.inputs[0] == p) {
         dead.push_back(c);
-        std::vector<int> inputs = {q, key, cn.inputs[1]};
+        int value = cn.inputs[1];
+        // Grouped k and v: the kernel takes them unrepeated (enable_gqa).
+        std::vector<int> repeats;
+        const int k_src = repeat_kv_source(key, repeats), v_src = repeat_kv_source(value, repeats);
+        const bool gqa = k_src >= 0 && v_src >= 0;
+        if (gqa) {
+          dead.insert(dead.end(), repeats.begin(), repeats.end());
+          key = k_src;
+          value = v_src;
+        }
+        std::vector<int> inputs = {q, key, value};
         if (mask >= 0) inputs.push_back(mask);
         int last = c;
         replace(last, "Attention", inputs, dead);
@@ -309,6 +356,11 @@ class Fuser {
         ratio.kind = Attribute::Float;
         ratio.f = dropout;
         g_.nodes[last].attrs["dropout"] = ratio;
+        if (gqa) {
+          Attribute grouped;
+          grouped.i = 1;
+          g_.nodes[last].attrs["gqa"] = grouped;
+        }
         return;
       }
       if (cn.op == "Dropout" || cn.op == "Cast" || cn.op == "Identity") {

@@ -139,6 +139,7 @@ struct Node {
   std::string module;             ///< module path, e.g. "layer1.0.conv1" ("" at top level)
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
+  bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
 
   const Attribute* attr(std::string_view key) const { return attrs.find(key); }
   int64_t attr_int(std::string_view key, int64_t dflt) const;

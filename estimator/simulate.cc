@@ -280,13 +280,14 @@ class Builder {
   // `recompute`: checkpoint's second forward of a segment, during backward.
   void forward_node(int k, bool recompute = false) {
     const Node& n = g_.nodes[k];
-    const OpInfo* info = info_[k];
+    const OpInfo* info = info_[k];  // may turn into a variant below
     const std::span<const int> ins = inputs(k), outs = outputs(k);
     const bool amp = cfg_.amp != Amp::None;
     const int seg = segment_of_[k];
     // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
     const bool keep_saved = seg < 0 || recompute;
-    const Autocast policy = info ? info->autocast : Autocast::Keep;
+    // A module that disables autocast (ops/modules.cc) runs its ops in their own dtypes.
+    const Autocast policy = n.autocast_off ? Autocast::None : info ? info->autocast : Autocast::Keep;
 
     // Inputs as the op sees them: autocast may cast them first.
     const std::span<EffectiveInput> eff = effective(k);
@@ -317,6 +318,11 @@ class Builder {
         }
       }
       eff[i] = e;
+    }
+
+    // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
+    if (info && info->variant && !eff.empty() && eff[0].tensor >= 0) {
+      if (const OpInfo* v = info->variant(n, eff[0].dtype)) info = info_[k] = v;
     }
 
     // Does autograd record this node?

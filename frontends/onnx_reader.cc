@@ -13,10 +13,12 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
 #include "estimator/error.h"
+#include "estimator/ops/registry.h"
 #include "frontends/onnx_schema.h"
 #include "frontends/onnx_views.h"
 
@@ -89,7 +91,8 @@ class ScopeCache {
   std::string scope_, module_;
 };
 
-std::string module_of(const NodeView& n, ScopeCache& scopes) {
+// With `autocast_off`, also whether one of the node's modules disables autocast.
+std::string module_of(const NodeView& n, ScopeCache& scopes, bool* autocast_off = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -104,6 +107,7 @@ std::string module_of(const NodeView& n, ScopeCache& scopes) {
       const std::string_view name = colon == std::string_view::npos ? part : part.substr(0, colon);
       const std::string_view type = colon == std::string_view::npos ? std::string_view() : part.substr(colon + 2);
       if (!type.starts_with("aten.") && !type.starts_with("prims.")) module = name;
+      if (autocast_off && !type.empty() && module_disables_autocast(type)) *autocast_off = true;
       if (slash == std::string_view::npos) break;
       start = slash + 1;
     }
@@ -347,7 +351,7 @@ class Lowering {
     if (!prefix.empty()) count_expansion();
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
-    node.module = module_of(n, scopes_);
+    node.module = module_of(n, scopes_, &node.autocast_off);
     if (node.module.empty()) node.module = outer_module;
     // Outside inlined functions (nearly always) a name is the tensor's own.
     const bool as_is = prefix.empty() && rename.empty();
@@ -485,6 +489,33 @@ void classify_initializers(Graph& g, const std::vector<int>& bn_statistics) {
   }
 }
 
+// The dynamo exporter's graph signature (GraphProto.metadata_props, field 16 of
+// onnx >= 1.18, under "pkg.torch.export.ExportedProgram.graph_signature"), one input
+// a line: "p_fc_weight: PARAMETER target='fc.weight'". The targets it lists as
+// PARAMETER, when the file has one; it also lifts buffers and folded constants to
+// initializers (llama's rotary inv_freq, as "expand_2"), which must not get gradients.
+// It also folds weights' transposes into initializers of its own names ("val_1188":
+// lm_head.weight transposed), which are parameters all the same; only small unlisted
+// initializers are taken for buffers.
+constexpr int64_t kMaxFoldedBuffer = 4096;
+std::optional<std::vector<std::string_view>> exported_parameters(const ModelView& model) {
+  std::optional<std::vector<std::string_view>> out;
+  model.graph.each_field([&](const wire::Field& f) {
+    if (f.number != 16 || f.type != wire::kLen || !onnx_schema::check_entry(f.data)) return;
+    const EntryView e = read_entry(f.data);
+    if (e.key != "pkg.torch.export.ExportedProgram.graph_signature") return;
+    if (!out) out.emplace();
+    constexpr std::string_view kTag = ": PARAMETER target='";
+    for (size_t at = e.value.find(kTag); at != std::string_view::npos; at = e.value.find(kTag, at + 1)) {
+      const size_t start = at + kTag.size();
+      const size_t end = e.value.find('\'', start);
+      if (end == std::string_view::npos) break;
+      out->push_back(e.value.substr(start, end - start));
+    }
+  });
+  return out;
+}
+
 // The names the TorchScript helper lists as buffers (it knows exactly which initializers are).
 std::vector<std::string> declared_buffers(const ModelView& model) {
   std::vector<std::string> names;
@@ -531,6 +562,20 @@ Graph read_model(std::string_view bytes, const std::string& file) {
   Lowering lowering(g, model, *check);
   lowering.run();
   classify_initializers(g, lowering.bn_statistics());
+  if (const auto params = exported_parameters(model)) {
+    std::vector<bool> listed(g.tensors.size());
+    for (std::string_view name : *params) {
+      const int id = g.find_tensor(name);
+      if (id >= 0) listed[id] = true;
+    }
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      Tensor& ten = g.tensors[t];
+      if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
+      int64_t numel = 1;
+      for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
+      if (numel <= kMaxFoldedBuffer) ten.kind = TensorKind::Buffer;
+    }
+  }
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;

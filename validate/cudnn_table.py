@@ -92,6 +92,8 @@ def load(path, exclude):
             row = json.loads(line)
             if row.get("kind") != "conv" or not all(p in row for p in PHASES):
                 continue
+            if row.get("memory_format", "contiguous") != "contiguous":
+                continue  # channels-last probes (kernels --parts convcl): not in this table
             if exclude and set(row["models"]) <= exclude:
                 continue
             versions.add((row.get("torch"), row.get("cudnn")))

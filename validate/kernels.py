@@ -53,8 +53,10 @@ def _events(torch, fn):
 DTYPES = ("float32", "float16", "bfloat16")
 
 
-def conv_configs(torch, entries):
-    """(kind, N, Cin, H, W, Cout, kernel, stride, padding, dilation, groups, bias, out_pad) of each conv."""
+def conv_configs(torch, entries, channels_last=False):
+    """(kind, N, Cin, H, W, Cout, kernel, stride, padding, dilation, groups, bias, out_pad) of each conv
+    whose input is contiguous, or with `channels_last`, of each whose input is channels-last (a
+    permute's view, as in ConvNeXt, runs cuDNN in NHWC)."""
     import torch.nn as nn
     from validate import loop
     found = {}
@@ -66,6 +68,8 @@ def conv_configs(torch, entries):
 
         def hook(m, inp, out):
             x = inp[0]
+            if channels_last != (not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)):
+                return
             t = "convT" if isinstance(m, nn.ConvTranspose2d) else "conv"
             shapes.append((t, tuple(x.shape[1:]), m.out_channels, tuple(m.kernel_size), tuple(m.stride),
                            tuple(m.padding), tuple(m.dilation), m.groups, m.bias is not None,
@@ -96,11 +100,13 @@ def grid_configs():
     return out
 
 
-def probe_conv(torch, cfg, n, dtype):
+def probe_conv(torch, cfg, n, dtype, channels_last=False):
     import torch.nn.functional as F
     kind, (cin, h, w), cout, k, stride, pad, dil, groups, bias, opad = cfg
     dt = getattr(torch, dtype)
     x = torch.randn((n, cin, h, w), device="cuda", dtype=dt)
+    if channels_last:  # y and gy (randn_like) follow
+        x = x.contiguous(memory_format=torch.channels_last)
     if kind == "conv":
         wt = torch.randn((cout, cin // groups) + k, device="cuda", dtype=dt)
     else:
@@ -242,7 +248,8 @@ def main(argv):
     ap = argparse.ArgumentParser(prog="python3 -m validate kernels", description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="JSONL file to append to")
     ap.add_argument("--deadline", type=float, default=time.time() + 400, help="unix time to stop by")
-    ap.add_argument("--parts", default="conv,grid,reduce,misc", help="any of conv,grid,reduce,misc,cases")
+    ap.add_argument("--parts", default="conv,grid,reduce,misc",
+                    help="any of conv,convcl (channels-last inputs),grid,reduce,misc,cases")
     ap.add_argument("--cases", default="", help="MODEL/CONFIG,... traced whole (part `cases`)")
     ap.add_argument("--budget", default="", help="cap for the traced cases, e.g. 24GiB")
     args = ap.parse_args(argv)
@@ -278,17 +285,27 @@ def main(argv):
             print("conv configs from models: %d" % len(work), flush=True)
         if "grid" in parts:
             work += [(cfg, b, ["grid"]) for cfg, b in grid_configs()]
-        for cfg, b, models in work:
+        work = [(cfg, b, models, False) for cfg, b, models in work]
+        if "convcl" in parts:
+            entries = [e for e in zoo.ZOO + zoo.HOLDOUT if not e.needs]
+            found = conv_configs(torch, entries, channels_last=True)
+            for (cfg, b), models in sorted(found.items(), key=lambda kv: str(kv[0])):
+                work.append((cfg, b, sorted(models), True))
+            print("channels-last conv configs: %d" % len(found), flush=True)
+        for cfg, b, models, cl in work:
             for dtype in DTYPES:
                 if time.time() > args.deadline:
                     print("deadline: stopped after %d rows" % n, flush=True)
                     return 0
                 try:
-                    rows = probe_conv(torch, cfg, b, dtype)
+                    rows = probe_conv(torch, cfg, b, dtype, channels_last=cl)
                 except Exception as exc:
                     print("conv %s n=%d %s: %s" % (cfg, b, dtype, exc), flush=True)
                     continue
-                emit({"kind": "conv", "cfg": cfg, "n": b, "dtype": dtype, "models": models, **rows})
+                row = {"kind": "conv", "cfg": cfg, "n": b, "dtype": dtype, "models": models, **rows}
+                if cl:
+                    row["memory_format"] = "channels_last"
+                emit(row)
                 torch.cuda.empty_cache()
     print("done: %d rows" % n, flush=True)
     return 0

@@ -36,6 +36,45 @@ std::vector<SavedExtra> attention_extra(const Graph& g, const Node& n) {
   return {{product(rows), DType::F32, "logsumexp"}};
 }
 
+// scaled_dot_product_attention(enable_gqa=True) in fp32: neither flash (half only) nor
+// the memory-efficient kernel takes grouped k and v, so it runs the math backend:
+// q * sqrt(scale), k and v repeated to q's heads (k also scaled), the scores and their
+// softmax [.., H, Tq, Tk]. Backward keeps q's and k's scaled copies (bmm), the softmax
+// (SafeSoftmaxBackward and the second bmm) and the repeated v; not q, k, v themselves
+// nor the output. GPU: llama_hf fp32 (traces5-h200-torch2.11.jsonl), 18 MiB a layer
+// more than the fused kernel keeps; a probe of F.scaled_dot_product_attention shows
+// the autograd chain (Bmm, SafeSoftmax, Add).
+std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
+  const auto& q = g.tensors[n.inputs[0]].shape;
+  const auto& k = g.tensors[n.inputs[1]].shape;
+  const auto& v = g.tensors[n.inputs[2]].shape;
+  if (!q || !k || !v || q->size() < 2 || k->size() < 2 || v->size() < 2) return {};
+  Shape lead(q->begin(), q->end() - 2);  // [.., H]
+  const Expr tq = (*q)[q->size() - 2], tk = (*k)[k->size() - 2];
+  const Expr d = q->back(), dv = v->back();
+  const Expr rows = product(lead);
+  return {{rows * tq * d, DType::F32, "q * sqrt(scale)", true},
+          {rows * tk * d, DType::F32, "k repeated to q's heads, scaled", true},
+          {rows * tq * tk, DType::F32, "softmax of the scores", true},
+          {rows * tk * dv, DType::F32, "v repeated to q's heads", true}};
+}
+
+// Its backward: the softmax's gradient and the scores' (two [.., H, Tq, Tk] at once).
+Expr attention_math_bwd(const Graph& g, const Node& n, DType run, bool) {
+  const auto& q = g.tensors[n.inputs[0]].shape;
+  const auto& k = g.tensors[n.inputs[1]].shape;
+  if (!q || !k || q->size() < 2 || k->size() < 2) return Expr(0);
+  Shape rows(q->begin(), q->end() - 1);  // [.., H, Tq]
+  return Expr(2 * dtype_size(run)) * product(rows) * (*k)[k->size() - 2];
+}
+
+// Which backend scaled_dot_product_attention takes: grouped k and v (fuse.cc's `gqa`)
+// in fp32 go to the math one.
+const OpInfo* attention_backend(const Node& n, DType run) {
+  if (run != DType::F32 || n.attr_int("gqa", 0) != 1) return nullptr;
+  return find_op("memest", "AttentionMath");
+}
+
 // nll_loss keeps total_weight, a scalar.
 std::vector<SavedExtra> nll_extra(const Graph&, const Node&) { return {{Expr(1), DType::F32, "total_weight"}}; }
 
@@ -58,7 +97,11 @@ const OpInfo kOps[] = {
      .note = "MatMul(+Transpose)+Add of a weight and bias: F.linear, one output"},
     {.op = "Attention", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",
-     .layout = Layout::HeadsMajor, .domain = "memest", .note = "MatMul-scale-Softmax-MatMul: scaled_dot_product_attention, no TxT matrix"},
+     .layout = Layout::HeadsMajor, .variant = attention_backend, .domain = "memest",
+     .note = "MatMul-scale-Softmax-MatMul: scaled_dot_product_attention, no TxT matrix"},
+    {.op = "AttentionMath", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
+     .saved_extra = attention_math_extra, .grads = "AAAN", .bwd_workspace = attention_math_bwd, .domain = "memest",
+     .note = "scaled_dot_product_attention's math backend (fp32 with grouped k, v): keeps the TxT softmax"},
     {.op = "Gelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .domain = "memest", .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input"},
     {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),

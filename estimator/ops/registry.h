@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "estimator/ops/op_info.h"
@@ -13,6 +14,9 @@ namespace memest {
 const OpInfo* find_op(const std::string& domain, const std::string& op);
 /// Every registered op, sorted by family then op, for `memest ops`.
 std::vector<const OpInfo*> all_ops();
+/// Whether a module class (its qualified name, as the dynamo exporter records it)
+/// runs its forward with autocast disabled (ops/modules.cc).
+bool module_disables_autocast(std::string_view module_class);
 
 // Each family file defines one of these; registry.cc lists them all.
 struct OpTable {

@@ -15,11 +15,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
 
 #include "estimator/error.h"
+#include "estimator/ops/registry.h"
 
 namespace memest::reference {
 namespace {
@@ -195,7 +197,7 @@ class ScopeCache {
   std::string scope_, module_;
 };
 
-std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes) {
+std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes, bool* autocast_off = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -210,6 +212,7 @@ std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes) {
       std::string name = colon == std::string::npos ? part : part.substr(0, colon);
       std::string type = colon == std::string::npos ? "" : part.substr(colon + 2);
       if (type.rfind("aten.", 0) != 0 && type.rfind("prims.", 0) != 0) module = name;
+      if (autocast_off && !type.empty() && module_disables_autocast(type)) *autocast_off = true;
       if (slash == std::string::npos) break;
       start = slash + 1;
     }
@@ -340,7 +343,7 @@ class Lowering {
     }
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
-    node.module = module_of(n, scopes_);
+    node.module = module_of(n, scopes_, &node.autocast_off);
     if (node.module.empty()) node.module = outer_module;
     // Outside inlined functions (nearly always) a name is the tensor's own, and a new
     // tensor takes it from the message.
@@ -459,6 +462,30 @@ std::vector<std::string> declared_buffers(const onnx::ModelProto& model) {
   return names;
 }
 
+// The PARAMETER targets of the dynamo exporter's graph signature, when the graph has
+// one: GraphProto.metadata_props is field 16 (onnx >= 1.18), unknown to Debian's
+// classes, so it is read from the unknown fields.
+std::optional<std::vector<std::string>> exported_parameters(const onnx::GraphProto& graph) {
+  std::optional<std::vector<std::string>> out;
+  const auto& unknown = graph.GetReflection()->GetUnknownFields(graph);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const auto& f = unknown.field(i);
+    if (f.number() != 16 || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) continue;
+    onnx::StringStringEntryProto entry;
+    if (!entry.ParseFromString(f.length_delimited())) continue;
+    if (entry.key() != "pkg.torch.export.ExportedProgram.graph_signature") continue;
+    if (!out) out.emplace();
+    const std::string& v = entry.value();
+    const std::string tag = ": PARAMETER target='";
+    for (size_t at = v.find(tag); at != std::string::npos; at = v.find(tag, at + 1)) {
+      const size_t start = at + tag.size(), end = v.find('\'', start);
+      if (end == std::string::npos) break;
+      out->push_back(v.substr(start, end - start));
+    }
+  }
+  return out;
+}
+
 // Parses and lowers `bytes`; when `owner` holds them, they are freed as soon as the
 // message is parsed, and the message as soon as it is lowered, so the file, the
 // message and the IR are never all resident at once.
@@ -467,6 +494,7 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
   Graph g;
   g.file = file;
   std::vector<std::string> buffers;
+  std::optional<std::vector<std::string>> params;
   {
     // The message tree lives on an arena: parsing a large graph is then a few big
     // allocations instead of one per node and string, and freeing it is one more.
@@ -500,10 +528,27 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
     if (g.opset < kMinOpset) {
       g.warn("opset " + std::to_string(g.opset) + " is older than 7; shapes follow opset 7 rules");
     }
+    params = exported_parameters(model.graph());
     Lowering(g, model).run();
     buffers = declared_buffers(model);
   }
   classify_initializers(g);
+  if (params) {
+    // Unlisted initializers of up to 4,096 elements are the exporter's folded buffers;
+    // larger ones, folded weights (a transpose), stay parameters.
+    std::vector<bool> listed(g.tensors.size());
+    for (const auto& name : *params) {
+      const int id = g.find_tensor(name);
+      if (id >= 0) listed[id] = true;
+    }
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      Tensor& ten = g.tensors[t];
+      if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
+      int64_t numel = 1;
+      for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
+      if (numel <= 4096) ten.kind = TensorKind::Buffer;
+    }
+  }
   for (const auto& name : buffers) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;

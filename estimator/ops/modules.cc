@@ -1,0 +1,34 @@
+// What memest knows of whole modules, by class: a table, like the op tables. The
+// dynamo exporter records each node's module classes (its "namespace" metadata);
+// the frontends ask here.
+#include <string_view>
+
+#include "estimator/ops/registry.h"
+
+namespace memest {
+namespace {
+
+struct ModuleRule {
+  std::string_view class_suffix;  ///< the class's qualified name ends with this
+  const char* why;
+};
+
+// Modules whose forward runs under torch.autocast(enabled=False): what they compute
+// stays in the dtypes it is given (fp32 here), whatever the autocast around them.
+const ModuleRule kAutocastOff[] = {
+    {"RotaryEmbedding",
+     "transformers' rotary embeddings (Llama, Mistral, Qwen2, Gemma, ...) make cos and sin in fp32 with "
+     "autocast disabled (transformers PR 29285); so q * cos is fp32 under fp16 autocast (GPU trace of "
+     "llama_hf, traces4-h200-torch2.11.jsonl)"},
+};
+
+}  // namespace
+
+bool module_disables_autocast(std::string_view module_class) {
+  for (const ModuleRule& r : kAutocastOff) {
+    if (module_class.ends_with(r.class_suffix)) return true;
+  }
+  return false;
+}
+
+}  // namespace memest

@@ -1,0 +1,92 @@
+// Grouped-query attention: transformers' repeat_kv folded into the fused kernel, and
+// the backend scaled_dot_product_attention picks by dtype.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "estimator/analysis.h"
+#include "frontends/text_reader.h"
+
+using namespace memest;
+
+namespace {
+
+// q has 4 heads; k and v have 2, repeated to 4 as transformers' repeat_kv spells it
+// (Unsqueeze, Expand, Reshape), then attention as the exporter spells
+// scaled_dot_product_attention (the scale split over q and k^T). T = 8, D = 2; q
+// comes from a parameter, so that autograd records the attention.
+const char* kGqa = R"(
+opset 17
+input x float32 batch,4,8,2
+input k float32 batch,2,8,2
+input v float32 batch,2,8,2
+param gain float32 1
+const s float32 - = 0.8409
+const axis int64 1 = 2
+const wide int64 5 = 1,2,2,8,2
+const heads int64 4 = -1,4,8,2
+node Mul x gain -> q @proj
+node Unsqueeze k axis -> k5 @attn
+node Expand k5 wide -> k5r @attn
+node Reshape k5r heads -> kr @attn
+node Unsqueeze v axis -> v5 @attn
+node Expand v5 wide -> v5r @attn
+node Reshape v5r heads -> vr @attn
+node Mul q s -> qs @attn
+node Transpose kr -> kt perm=0,1,3,2 @attn
+node Mul kt s -> kts @attn
+node MatMul qs kts -> scores @attn
+node Softmax scores -> p axis=-1 @attn
+node MatMul p vr -> o @attn
+output o
+)";
+
+Analysis analyze_gqa(Amp amp) {
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  o.train.amp = amp;
+  return analyze(read_text_graph(kGqa), o);
+}
+
+// Bytes of the first forward's allocations made by the attention node, in order.
+std::vector<int64_t> attention_allocs(const Analysis& a, int64_t batch) {
+  const Estimate e = estimate(a, batch);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0) continue;
+    if (a.graph.nodes[b.node].op == "Attention") out.push_back(b.bytes.eval(e.bindings));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("attention: repeat_kv of k and v is folded into the kernel, which takes them grouped") {
+  Analysis a = analyze_gqa(Amp::None);
+  const Node* att = nullptr;
+  int live = 0;
+  for (const Node& n : a.graph.nodes) {
+    if (n.dead || n.op == "SumLoss" || n.module == "proj") continue;
+    ++live;
+    if (n.op == "Attention") att = &n;
+  }
+  REQUIRE(att != nullptr);
+  CHECK(live == 1);  // no Unsqueeze, Expand or Reshape left
+  CHECK(att->attr_int("gqa", 0) == 1);
+  CHECK(a.graph.tensors[att->inputs[1]].name == "k");
+  CHECK(a.graph.tensors[att->inputs[2]].name == "v");
+}
+
+TEST_CASE("attention: grouped k and v in fp32 run the math backend, which keeps the T x T softmax") {
+  // Batch 2, fp32: the output [2, 4, 8, 2] is 512 B; then what backward keeps:
+  // q * sqrt(scale) 512 B, k repeated and scaled 512 B, the softmax [2, 4, 8, 8] 2048 B,
+  // v repeated 512 B.
+  CHECK(attention_allocs(analyze_gqa(Amp::None), 2) == std::vector<int64_t>{512, 512, 512, 2048, 512});
+}
+
+TEST_CASE("attention: grouped k and v in half run the fused kernel on the unrepeated k and v") {
+  // Batch 2 under fp16 autocast: half copies of q (256 B) and of the 2-head k and v
+  // (128 B each, not repeated), the output (256 B), logsumexp [2, 4, 8] fp32 (256 B).
+  CHECK(attention_allocs(analyze_gqa(Amp::FP16), 2) == std::vector<int64_t>{256, 128, 128, 256, 256});
+}
