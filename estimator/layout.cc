@@ -1,6 +1,7 @@
 // Memory layouts of views: when a reshape of a permuted tensor can stay a view.
 #include <algorithm>
 
+#include "estimator/ops/op_info.h"
 #include "estimator/simulate.h"
 
 namespace memest {
@@ -72,5 +73,51 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
   return identity ? std::vector<int8_t>{} : result;
 }
 
+// Permute composes the perm with the input's layout; HeadsMajor is attention's output
+// (see below); Reshape is a view of a contiguous tensor or a contiguous copy; other
+// views keep the input's strides (marked unknown), other ops make contiguous tensors.
+std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* info, bool view, int in0,
+                                  const std::vector<std::vector<int8_t>>& layouts, DType out_run) {
+  if (!info) return {};
+  const Tensor* t = in0 >= 0 ? &g.tensors[in0] : nullptr;
+  const size_t rank = t && t->shape ? t->shape->size() : 0;
+  switch (info->layout) {
+    case Layout::Permute: {
+      std::vector<int64_t> perm = n.attr_ints("perm");
+      if (perm.empty()) {
+        for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+      }
+      if (perm.size() != rank || rank > 64) return {};
+      std::vector<int8_t> in = layouts[in0];
+      if (in.empty()) {
+        for (size_t i = 0; i < rank; ++i) in.push_back(static_cast<int8_t>(i));
+      }
+      std::vector<int8_t> out(rank);
+      bool identity = true;
+      for (size_t i = 0; i < rank; ++i) {
+        if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank)) return {};
+        out[i] = in[perm[i]];
+        identity &= out[i] == static_cast<int8_t>(i);
+      }
+      return identity ? std::vector<int8_t>{} : out;
+    }
+    case Layout::HeadsMajor: {
+      if (!g.tensors[n.outputs[0]].shape || g.tensors[n.outputs[0]].shape->size() != 4) return {};
+      // Flash attention (half precision) allocates its output like the query
+      // (empty_like of q.transpose(1, 2)); the memory-efficient kernel (fp32) writes
+      // [B, T, H, D] whatever the query's strides.
+      const DType run = out_run;
+      const bool flash = run == DType::F16 || run == DType::BF16;
+      if (flash && in0 >= 0 && (layouts[in0].empty() || layouts[in0].size() == 4)) return layouts[in0];
+      return {0, 2, 1, 3};
+    }
+    case Layout::Reshape:
+      return {};  // a view of a contiguous tensor, or a contiguous copy
+    case Layout::Fresh:
+      // Other views (squeeze, slice, split, expand) keep the input's strides.
+      return view && in0 >= 0 && !layouts[in0].empty() ? std::vector<int8_t>{-1} : std::vector<int8_t>{};
+  }
+  return {};
+}
 
 }  // namespace memest

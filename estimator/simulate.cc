@@ -385,7 +385,7 @@ class Builder {
       const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
                          !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
                         (j == 0 && runs_in_place(n, info, eff, d));
-      layout_[o] = reshaped ? *reshaped : output_layout(n, info, view, in0);
+      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, info, view, in0, layout_, run_dtype_[n.outputs[0]]);
       if (view) {
         out_blocks[j] = eff[0].block;
         ref(out_blocks[j]);
@@ -490,50 +490,6 @@ class Builder {
     const TensorFacts& in = facts_[eff[0].tensor];
     if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
     return n.attr_int("inplace", 0) == 1 || (info_[in.producer] && info_[in.producer]->overwritable_output);
-  }
-
-  // The memory layout of a node's output (see Layout).
-  std::vector<int8_t> output_layout(const Node& n, const OpInfo* info, bool view, int in0) const {
-    if (!info) return {};
-    const Tensor* t = in0 >= 0 ? &g_.tensors[in0] : nullptr;
-    const size_t rank = t && t->shape ? t->shape->size() : 0;
-    switch (info->layout) {
-      case Layout::Permute: {
-        std::vector<int64_t> perm = n.attr_ints("perm");
-        if (perm.empty()) {
-          for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-        }
-        if (perm.size() != rank || rank > 64) return {};
-        std::vector<int8_t> in = layout_[in0];
-        if (in.empty()) {
-          for (size_t i = 0; i < rank; ++i) in.push_back(static_cast<int8_t>(i));
-        }
-        std::vector<int8_t> out(rank);
-        bool identity = true;
-        for (size_t i = 0; i < rank; ++i) {
-          if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank)) return {};
-          out[i] = in[perm[i]];
-          identity &= out[i] == static_cast<int8_t>(i);
-        }
-        return identity ? std::vector<int8_t>{} : out;
-      }
-      case Layout::HeadsMajor: {
-        if (!g_.tensors[n.outputs[0]].shape || g_.tensors[n.outputs[0]].shape->size() != 4) return {};
-        // Flash attention (half precision) allocates its output like the query
-        // (empty_like of q.transpose(1, 2)); the memory-efficient kernel (fp32) writes
-        // [B, T, H, D] whatever the query's strides.
-        const DType run = run_dtype_[n.outputs[0]];
-        const bool flash = run == DType::F16 || run == DType::BF16;
-        if (flash && in0 >= 0 && (layout_[in0].empty() || layout_[in0].size() == 4)) return layout_[in0];
-        return {0, 2, 1, 3};
-      }
-      case Layout::Reshape:
-        return {};  // a view of a contiguous tensor, or a contiguous copy
-      case Layout::Fresh:
-        // Other views (squeeze, slice, split, expand) keep the input's strides.
-        return view && in0 >= 0 && !layout_[in0].empty() ? std::vector<int8_t>{-1} : std::vector<int8_t>{};
-    }
-    return {};
   }
 
   // ---- backward ------------------------------------------------------------------

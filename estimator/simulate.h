@@ -138,6 +138,10 @@ class PeakTracker {
 /// when the reshape must copy.
 std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::vector<int8_t>& layout,
                                                    const Shape& out);
+/// The memory layout of node n's output (see Layout), given its inputs' (`layouts`,
+/// per tensor), whether it is a view of input 0 (`in0`), and the dtype output 0 runs in.
+std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* info, bool view, int in0,
+                                  const std::vector<std::vector<int8_t>>& layouts, DType out_run);
 
 /// Caching-allocator rounding of one request (512-byte blocks).
 int64_t round_alloc(int64_t bytes, int64_t round = 512);
