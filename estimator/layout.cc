@@ -73,6 +73,8 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
   return identity ? std::vector<int8_t>{} : result;
 }
 
+bool is_channels_last(const std::vector<int8_t>& layout) { return layout == std::vector<int8_t>{0, 3, 1, 2}; }
+
 // Permute composes the perm with the input's layout; HeadsMajor is attention's output
 // (see below); Reshape is a view of a contiguous tensor or a contiguous copy; other
 // views keep the input's strides (marked unknown), other ops make contiguous tensors.
@@ -113,6 +115,18 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* i
     }
     case Layout::Reshape:
       return {};  // a view of a contiguous tensor, or a contiguous copy
+    case Layout::Elementwise: {
+      const auto& out = g.tensors[n.outputs[0]].shape;
+      if (!out) return {};
+      for (int in : n.inputs) {
+        if (in < 0 || !g.tensors[in].shape || *g.tensors[in].shape != *out) continue;
+        const std::vector<int8_t>& l = layouts[in];
+        return l.size() == out->size() ? l : std::vector<int8_t>{};  // {-1}: strides unknown
+      }
+      return {};
+    }
+    case Layout::Conv:
+      return in0 >= 0 && is_channels_last(layouts[in0]) ? layouts[in0] : std::vector<int8_t>{};
     case Layout::Fresh:
       // Other views (squeeze, slice, split, expand) keep the input's strides.
       return view && in0 >= 0 && !layouts[in0].empty() ? std::vector<int8_t>{-1} : std::vector<int8_t>{};

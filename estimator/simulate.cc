@@ -178,6 +178,7 @@ class Builder {
   }
   Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
   bool on_gpu(int t) const { return facts_[t].on_gpu; }
+  bool channels_last(int t) const { return t >= 0 && is_channels_last(layout_[t]); }
   std::span<const int> inputs(int k) const { return span(io_at_[2 * k], io_at_[2 * k + 1]); }
   std::span<const int> outputs(int k) const { return span(io_at_[2 * k + 1], io_at_[2 * k + 2]); }
   std::span<const int> span(uint32_t from, uint32_t to) const { return {io_.data() + from, io_.data() + to}; }
@@ -465,7 +466,8 @@ class Builder {
       }
     }
     if (info && info->fwd_workspace && !eff.empty()) {
-      Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
+      Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                    channels_last(eff[0].tensor));
       if (!ws.is_zero()) unref(workspace(std::move(ws), k));
     }
 
@@ -649,7 +651,7 @@ class Builder {
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
         first_cublas_call();
         if (i == 0 && info && info->bwd_data_workspace) {
-          Expr ws = info->bwd_data_workspace(g_, n, d, true);
+          Expr ws = info->bwd_data_workspace(g_, n, d, true, channels_last(t));
           if (!ws.is_zero()) unref(workspace(std::move(ws), k));
         }
       }
@@ -664,7 +666,8 @@ class Builder {
     first_cublas_call();  // when no gradient was allocated above
     if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
     if (info && info->bwd_workspace && !eff.empty()) {
-      Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor]);
+      Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                    channels_last(eff[0].tensor));
       if (!ws.is_zero()) unref(workspace(std::move(ws), k));
     }
     for (int o : outs) {

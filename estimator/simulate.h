@@ -138,6 +138,8 @@ class PeakTracker {
 /// when the reshape must copy.
 std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::vector<int8_t>& layout,
                                                    const Shape& out);
+/// A 4-D [N, C, H, W] tensor stored as N, H, W, C (torch.channels_last).
+bool is_channels_last(const std::vector<int8_t>& layout);
 /// The memory layout of node n's output (see Layout), given its inputs' (`layouts`,
 /// per tensor), whether it is a view of input 0 (`in0`), and the dtype output 0 runs in.
 std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* info, bool view, int in0,

@@ -137,12 +137,12 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
   const Node& n = producer(g, "y");
   REQUIRE(static_cast<bool>(n.info->fwd_workspace));
   REQUIRE(static_cast<bool>(n.info->bwd_workspace));
-  CHECK(n.info->fwd_workspace(g, n, DType::F32, false).str() == "3814560*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, false).str() == "4203824*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true).str() == "4203824*batch");
+  CHECK(n.info->fwd_workspace(g, n, DType::F32, false, false).str() == "3814560*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, false, false).str() == "4203824*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "4203824*batch");
   // Under fp16 autocast the conv runs in half: the fp16 rows (weight-only backward at
   // n=32: 64451584 B / 32), not the fp32 ones.
-  CHECK(n.info->bwd_workspace(g, n, DType::F16, false).str() == "2014112*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).str() == "2014112*batch");
 
   SUBCASE("a layer near one the table holds borrows its workspace, scaled by activation size") {
     // 225x224 is not in the table; its nearest row of the class (fp32, 7x7, stride 2, dense)
@@ -151,21 +151,21 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
     //   fwd 3814560 * 957600 / 953344 = 3831589.3 -> 3831590; bwd 4203824 * ... = 4222591.1 -> 4222592
     Graph near = infer("input x float32 batch,3,225,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
     const Node& m = producer(near, "y");
-    CHECK(m.info->fwd_workspace(near, m, DType::F32, true).str() == "3831590*batch");
-    CHECK(m.info->bwd_workspace(near, m, DType::F32, true).str() == "4222592*batch");
+    CHECK(m.info->fwd_workspace(near, m, DType::F32, true, false).str() == "3831590*batch");
+    CHECK(m.info->bwd_workspace(near, m, DType::F32, true, false).str() == "4222592*batch");
   }
 
   SUBCASE("a layer far from every row, or symbolic sizes: no workspace") {
     // 16x16 input: log2 of the spatial size is 7.6 away from the stems' (a distance of 58 > 0.5).
     Graph other = infer("input x float32 batch,3,16,16\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
     const Node& m = producer(other, "y");
-    CHECK(m.info->fwd_workspace(other, m, DType::F32, true).is_zero());
+    CHECK(m.info->fwd_workspace(other, m, DType::F32, true, false).is_zero());
     Graph sym = infer("input x float32 batch,3,h,w\nparam w float32 64,3,7,7\nnode Conv x w -> y pads=3,3,3,3");
     const Node& s = producer(sym, "y");
-    CHECK(s.info->bwd_workspace(sym, s, DType::F32, true).is_zero());
+    CHECK(s.info->bwd_workspace(sym, s, DType::F32, true, false).is_zero());
     Graph asym = infer("input x float32 batch,3,224,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,2,2");
     const Node& a = producer(asym, "y");
-    CHECK(a.info->fwd_workspace(asym, a, DType::F32, true).is_zero());
+    CHECK(a.info->fwd_workspace(asym, a, DType::F32, true, false).is_zero());
   }
 
   SUBCASE("the simulator holds it as a transient: the backward peak is weight grad + workspace") {
@@ -201,9 +201,25 @@ TEST_CASE("conv: backward's two cuDNN calls keep workspaces of their own") {
   )");
   const Node& n = producer(g, "y");
   REQUIRE(static_cast<bool>(n.info->bwd_data_workspace));
-  CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true).str() == "1624128*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true).str() == "1882240*batch");
+  CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).str() == "1624128*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "1882240*batch");
 }
 
 }  // namespace
+TEST_CASE("conv: a channels-last input looks up the rows probed channels-last") {
+  // ConvNeXt's depthwise 7x7 at 96x56x56, fp32: contiguous, cuDNN's weight gradient
+  // takes 48 B a sample (n=64); channels-last (the block's input is a permute's view),
+  // 9944384 B a sample: 303.5 MiB at batch 32, as the GPU trace of convnext_tiny shows.
+  Graph g = infer(
+      "input x float32 batch,96,56,56\nparam w float32 96,1,7,7\n"
+      "node Conv x w -> y kernel_shape=7,7 pads=3,3,3,3 group=96");
+  const Node& n = producer(g, "y");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "48*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).str() == "9944384*batch");
+  // A channels-last layer with no channels-last row near it is looked up as contiguous.
+  Graph stem = infer(kStem);
+  const Node& s = producer(stem, "y");
+  CHECK(s.info->fwd_workspace(stem, s, DType::F32, false, true).str() == "3814560*batch");
+}
+
 }  // namespace memest

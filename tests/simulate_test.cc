@@ -1,6 +1,7 @@
 // Simulator tests: tiny graphs whose byte timeline is derived by hand below.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "estimator/allocator.h"
@@ -552,4 +553,57 @@ TEST_CASE("cross_entropy under fp16 autocast: log_softmax in half, nll_loss on a
   CHECK(loss_blocks(Amp::FP16) == std::vector<int64_t>{80, 160, 4, 4});
   // fp32: log_softmax 160; nll_loss: the loss 4, total_weight 4.
   CHECK(loss_blocks(Amp::None) == std::vector<int64_t>{160, 4, 4});
+}
+
+TEST_CASE("channels-last survives a broadcast multiply and an add, and reaches the convolution") {
+  // ConvNeXt: x.permute(0, 3, 1, 2) is channels-last; layer_scale * x (a [C, 1, 1]
+  // operand has no say in TensorIterator's output strides) and + x stay so, and the next
+  // depthwise conv runs cuDNN in NHWC: its weight gradient's workspace is the
+  // channels-last row's, 9944384 B a sample (48 B contiguous). Batch 2: 19888768 B.
+  auto workspaces = [](const char* scaled) {
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,56,56,96
+param gamma float32 96,1,1
+param w float32 96,1,7,7
+node Transpose x -> xt perm=0,3,1,2 @block
+node Mul gamma xt -> m @block
+node Add )") + scaled + R"( xt -> s @block
+node Conv s w -> y kernel_shape=7,7 pads=3,3,3,3 group=96 @next
+output y
+)";
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+    const Estimate e = estimate(a, 2);
+    std::vector<int64_t> bytes;
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && b.category == Category::Workspace && b.node >= 0 &&
+          a.graph.nodes[b.node].module == "next") {
+        bytes.push_back(b.bytes.eval(e.bindings));
+      }
+    }
+    return bytes;
+  };
+  const std::vector<int64_t> cl = workspaces("m");
+  CHECK(std::find(cl.begin(), cl.end(), int64_t{19888768}) != cl.end());
+  // The same conv on a contiguous input takes the contiguous rows.
+  const std::string plain = R"(
+opset 17
+input x float32 batch,96,56,56
+param w float32 96,1,7,7
+node Conv x w -> y kernel_shape=7,7 pads=3,3,3,3 group=96 @next
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis p = analyze(read_text_graph(plain), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(p, 2);
+  for (const Event& ev : p.program.events) {
+    const Block& b = p.program.blocks[ev.block];
+    if (b.category == Category::Workspace && b.node >= 0 && p.graph.nodes[b.node].op == "Conv") {
+      CHECK(b.bytes.eval(e.bindings) != 19888768);
+    }
+  }
 }

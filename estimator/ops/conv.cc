@@ -105,13 +105,14 @@ void conv_transpose(ShapeContext& ctx) {
 
 struct CudnnRow {
   int transposed;
+  int channels_last;  // the input's memory format: 1 NHWC (torch.channels_last), 0 contiguous
   DType dtype;
   int64_t cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw;
   int64_t n;  // the batch the per-sample values were measured at
   int64_t fwd, bwd_data, bwd_weight, bwd_first;
 
   auto key() const {
-    return std::tie(transposed, dtype, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw);
+    return std::tie(transposed, channels_last, dtype, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw);
   }
 };
 
@@ -130,7 +131,7 @@ const std::vector<CudnnRow>& cudnn_table() {
 }
 
 // The 2D layer as the table keys it, or nullopt when some part is not a known constant.
-std::optional<CudnnRow> layer_of(const Graph& g, const Node& n, DType run) {
+std::optional<CudnnRow> layer_of(const Graph& g, const Node& n, DType run, bool channels_last) {
   if (!n.has_input(0) || !n.has_input(1)) return std::nullopt;
   const auto& xs = g.tensors[n.inputs[0]].shape;
   const auto& ws = g.tensors[n.inputs[1]].shape;
@@ -142,6 +143,7 @@ std::optional<CudnnRow> layer_of(const Graph& g, const Node& n, DType run) {
   auto c = [](const Expr& e) { return e.as_const().value_or(-1); };
   CudnnRow r{};
   r.transposed = transposed ? 1 : 0;
+  r.channels_last = channels_last ? 1 : 0;
   r.dtype = run;
   r.cin = c((*xs)[1]);
   r.h = c((*xs)[2]);
@@ -188,8 +190,8 @@ double activation_size(const CudnnRow& r) {
 // far neighbours overestimated whole models (hold-out with its own rows left out:
 // median 0.33% -> 1.83%), hence the distance limit; a far layer gets no workspace.
 constexpr double kNearby = 0.5;
-std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType run) {
-  auto want = layer_of(g, n, run);
+std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType run, bool channels_last) {
+  auto want = layer_of(g, n, run, channels_last);
   if (!want) return std::nullopt;
   const auto& rows = cudnn_table();
   auto it = std::lower_bound(rows.begin(), rows.end(), *want,
@@ -202,8 +204,8 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
   const CudnnRow* best = nullptr;
   double best_d = 0;
   for (const CudnnRow& r : rows) {
-    if (r.transposed != want->transposed || r.dtype != want->dtype || r.kh != want->kh || r.sh != want->sh ||
-        group_kind(r) != group_kind(*want)) {
+    if (r.transposed != want->transposed || r.channels_last != want->channels_last || r.dtype != want->dtype ||
+        r.kh != want->kh || r.sh != want->sh || group_kind(r) != group_kind(*want)) {
       continue;
     }
     const double a = lg(r.cin) - lg(want->cin), b = lg(r.cout) - lg(want->cout),
@@ -214,7 +216,10 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
       best_d = d;
     }
   }
-  if (!best || best_d > kNearby) return std::nullopt;
+  if (!best || best_d > kNearby) {
+    // Few layers were probed channels-last: one without a near row is taken as contiguous.
+    return channels_last ? cudnn_workspaces(g, n, run, false) : std::nullopt;
+  }
   const double scale = activation_size(*want) / activation_size(*best);
   auto scaled = [&](int64_t v) { return static_cast<int64_t>(std::ceil(static_cast<double>(v) * scale)); };
   return Workspaces{scaled(best->fwd), scaled(best->bwd_data), scaled(best->bwd_weight), scaled(best->bwd_first)};
@@ -225,21 +230,21 @@ Expr per_sample(const Graph& g, const Node& n, int64_t bytes) {
   return Expr(bytes) * (*g.tensors[n.inputs[0]].shape)[0];
 }
 
-Expr conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool) {
-  const auto w = cudnn_workspaces(g, n, run);
+Expr conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
+  const auto w = cudnn_workspaces(g, n, run, channels_last);
   return w ? per_sample(g, n, w->fwd) : Expr(0);
 }
 
 // dgrad's workspace, right after the input's gradient.
-Expr conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool) {
-  const auto w = cudnn_workspaces(g, n, run);
+Expr conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
+  const auto w = cudnn_workspaces(g, n, run, channels_last);
   return w ? per_sample(g, n, w->bwd_data) : Expr(0);
 }
 
 // wgrad's, after the weight's gradient. A first layer (input without gradient)
 // computes the weight's gradient alone.
-Expr conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool input_grad) {
-  const auto w = cudnn_workspaces(g, n, run);
+Expr conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool input_grad, bool channels_last) {
+  const auto w = cudnn_workspaces(g, n, run, channels_last);
   return w ? per_sample(g, n, input_grad ? w->bwd_weight : w->bwd_first) : Expr(0);
 }
 
@@ -247,11 +252,11 @@ constexpr const char* kFamily = "conv";
 
 const OpInfo kOps[] = {
     {.op = "Conv", .family = kFamily, .shape = conv, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
-     .grads = "AAA", .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
+     .grads = "AAA", .layout = Layout::Conv, .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
      .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace,
      .note = "convolution; input kept for the weight's gradient and weight for the input's (cuDNN)"},
     {.op = "ConvTranspose", .family = kFamily, .shape = conv_transpose, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1}), .grads = "AAA", .overwritable_output = true,
+     .saved_if_other = bits({0, 1}), .grads = "AAA", .layout = Layout::Conv, .overwritable_output = true,
      .fwd_workspace = conv_fwd_workspace, .bwd_data_workspace = conv_bwd_data_workspace,
      .bwd_workspace = conv_bwd_workspace, .note = "transposed convolution; saves like Conv"},
 };

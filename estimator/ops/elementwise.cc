@@ -309,14 +309,14 @@ constexpr const char* kFamily = "elementwise";
 const OpInfo kOps[] = {
     // Binary arithmetic (torch type promotion: no cast copies).
     {.op = "Add", .family = kFamily, .shape = binary<fold_add, fadd>, .autocast = Autocast::Promote, .grads = "VV",
-     .sums_broadcast_grads = true, .note = "a + b; the gradient passes through (broadcast inputs get a sum)"},
+     .layout = Layout::Elementwise, .sums_broadcast_grads = true, .note = "a + b; the gradient passes through (broadcast inputs get a sum)"},
     {.op = "Sub", .family = kFamily, .shape = binary<fold_sub, fsub>, .autocast = Autocast::Promote, .grads = "VA",
-     .sums_broadcast_grads = true, .note = "a - b; b's gradient is a negated copy"},
+     .layout = Layout::Elementwise, .sums_broadcast_grads = true, .note = "a - b; b's gradient is a negated copy"},
     {.op = "Mul", .family = kFamily, .shape = binary<fold_mul, fmul>, .autocast = Autocast::Promote,
-     .saved_if_other = bits({0, 1}), .grads = "AA", .sums_broadcast_grads = true,
+     .saved_if_other = bits({0, 1}), .grads = "AA", .layout = Layout::Elementwise, .sums_broadcast_grads = true,
      .note = "a * b; each operand kept for the other's gradient"},
     {.op = "Div", .family = kFamily, .shape = div_rule, .autocast = Autocast::Promote, .saved_inputs = bits({1}),
-     .saved_if_other = bits({0}), .grads = "AA", .note = "a / b; keeps b, and a when b needs a gradient"},
+     .saved_if_other = bits({0}), .grads = "AA", .layout = Layout::Elementwise, .note = "a / b; keeps b, and a when b needs a gradient"},
     {.op = "Pow", .family = kFamily, .shape = pow_rule, .autocast = Autocast::Fp32, .saved_inputs = bits({0, 1}),
      .grads = "AA", .note = "a ** b; autocast runs it in fp32"},
     {.op = "Mod", .family = kFamily, .shape = binary<fold_mod, nullptr>, .autocast = Autocast::Promote, .grads = "VA",

@@ -60,7 +60,7 @@ std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
 }
 
 // Its backward: the softmax's gradient and the scores' (two [.., H, Tq, Tk] at once).
-Expr attention_math_bwd(const Graph& g, const Node& n, DType run, bool) {
+Expr attention_math_bwd(const Graph& g, const Node& n, DType run, bool, bool) {
   const auto& q = g.tensors[n.inputs[0]].shape;
   const auto& k = g.tensors[n.inputs[1]].shape;
   if (!q || !k || q->size() < 2 || k->size() < 2) return Expr(0);

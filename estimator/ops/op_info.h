@@ -79,6 +79,12 @@ enum class Layout : uint8_t {
   Permute,    ///< a view whose dims are the input's permuted by `perm` (Transpose)
   Reshape,    ///< a view when the input is contiguous, else a contiguous copy
   HeadsMajor, ///< [B, H, T, D] stored as [B, T, H, D] (flash/memory-efficient attention output)
+  /// TensorIterator's: the memory order of the first input of the output's shape (a
+  /// broadcast operand has no say); a channels-last x stays so through x * scale + y.
+  Elementwise,
+  /// cuDNN's convolution output takes its input's suggested memory format:
+  /// channels-last when a 4-D input is, else contiguous.
+  Conv,
 };
 
 /// A tensor an op saves for backward beyond its inputs and outputs (a dropout
@@ -93,9 +99,10 @@ struct SavedExtra {
 using ExtraFn = std::vector<SavedExtra> (*)(const Graph&, const Node&);
 
 /// Transient bytes (cuDNN workspace, a reduction buffer) held during one call, given
-/// the dtype the op runs in (after autocast) and whether input 0 needs a gradient
-/// (cuDNN picks other engines for a weight-only backward).
-using WorkspaceFn = Expr (*)(const Graph&, const Node&, DType run, bool input_grad);
+/// the dtype the op runs in (after autocast), whether input 0 needs a gradient (cuDNN
+/// picks other engines for a weight-only backward) and whether input 0 is channels-last
+/// (cuDNN runs NHWC, with engines of its own).
+using WorkspaceFn = Expr (*)(const Graph&, const Node&, DType run, bool input_grad, bool channels_last);
 
 /// Everything memest knows about one op. One entry per op, in its family's table.
 struct OpInfo {
