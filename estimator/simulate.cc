@@ -323,7 +323,7 @@ class Builder {
 
     // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
     if (info && info->variant && !eff.empty() && eff[0].tensor >= 0) {
-      if (const OpInfo* v = info->variant(n, eff[0].dtype)) info = info_[k] = v;
+      if (const OpInfo* v = info->variant(g_, n, eff[0].dtype)) info = info_[k] = v;
     }
 
     // Does autograd record this node?

@@ -607,3 +607,34 @@ output y
     }
   }
 }
+
+TEST_CASE("dropout with p = 0 in training returns its input: no copy, no mask") {
+  // at::dropout's _dropout_impl returns `input` when p == 0 (torchvision's swin_t and
+  // ViT train with dropout 0.0); with p > 0 native_dropout makes a mask and an output.
+  auto dropout_bytes = [](const char* ratio) {
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,64
+param fc.weight float32 64,64
+const ratio float32 - = )") + ratio + R"(
+const training bool - = 1
+node memest::Linear x fc.weight -> h @fc
+node Dropout h ratio training -> y mask @drop
+output y
+)";
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+    const Estimate e = estimate(a, 2);
+    int64_t bytes = 0;
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && b.node >= 0 && a.graph.nodes[b.node].module == "drop") bytes += b.bytes.eval(e.bindings);
+    }
+    return bytes;
+  };
+  CHECK(dropout_bytes("0") == 0);
+  // p = 0.1, three iterations: [2, 64] mask 128 B and output 512 B each forward; its
+  // backward multiplies the gradient by the mask: 512 B.
+  CHECK(dropout_bytes("0.1") == 3 * (128 + 512 + 512));
+}

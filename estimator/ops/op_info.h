@@ -163,9 +163,9 @@ struct OpInfo {
   /// Scratch of the rest of backward (cuDNN's wgrad), after the other gradients.
   WorkspaceFn bwd_workspace = nullptr;
   /// The entry PyTorch's dispatch picks instead of this one for this node, once the
-  /// dtype it runs in is known (scaled_dot_product_attention's backends); nullptr, or
-  /// returning nullptr, keeps this one.
-  const OpInfo* (*variant)(const Node& n, DType run) = nullptr;
+  /// dtype it runs in is known (scaled_dot_product_attention's backends; dropout with
+  /// p = 0, which returns its input); nullptr, or returning nullptr, keeps this one.
+  const OpInfo* (*variant)(const Graph& g, const Node& n, DType run) = nullptr;
   const char* domain = "";         ///< "" (ONNX default) or "memest"
   const char* note = "";           ///< one line for `memest ops`
 
