@@ -1,8 +1,8 @@
 // Python frames (frames.h). A call of module S is a run of consecutive nodes whose
 // module paths start with S (Constants, which read nothing, aside); the run ends at
-// its last node. One forward pass over the
-// nodes, with the stack of runs open at each node, answers every "where does the run
-// of S around node c end" that the tensors ask.
+// its last node. One forward pass over the nodes, with the stack of runs open at each
+// node, answers every "where does the run of S around node c end" that the tensors ask.
+// Path components are interned as ints: paths are compared component by component.
 #include "estimator/frames.h"
 
 #include <algorithm>
@@ -12,21 +12,34 @@
 namespace memest {
 namespace {
 
-using Path = std::vector<std::string_view>;
+using Path = std::vector<int>;  // component ids
 
-bool numeric(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
+// Component ids, and which components are numbers.
+class Components {
+ public:
+  int id(std::string_view c) {
+    auto [it, fresh] = ids_.try_emplace(c, static_cast<int>(numeric_.size()));
+    if (fresh) {
+      numeric_.push_back(!c.empty() && std::all_of(c.begin(), c.end(), [](char ch) { return ch >= '0' && ch <= '9'; }));
+    }
+    return it->second;
+  }
+  bool numeric(int id) const { return numeric_[static_cast<size_t>(id)]; }
+
+ private:
+  std::unordered_map<std::string_view, int> ids_;
+  std::vector<bool> numeric_;
+};
 
 // Is the prefix of p of length i a module that was called? A ModuleList is not
 // called, nor is a Sequential reached only through its elements ("blocks" in
 // "blocks.0"): a prefix followed by a number is taken as a container.
-bool called(const Path& p, size_t i) { return i == p.size() || !numeric(p[i]); }
+bool called(const Components& c, const Path& p, size_t i) { return i == p.size() || !c.numeric(p[i]); }
 
 // The first called prefix of p longer than `from`, or 0 when none.
-size_t first_call_below(const Path& p, size_t from) {
+size_t first_call_below(const Components& c, const Path& p, size_t from) {
   for (size_t i = from + 1; i <= p.size(); ++i) {
-    if (called(p, i)) return i;
+    if (called(c, p, i)) return i;
   }
   return 0;
 }
@@ -50,19 +63,27 @@ std::vector<int> frame_release_nodes(const Graph& g) {
   std::vector<int> release(g.tensors.size(), -1);
 
   // Module paths, split once per distinct module.
+  Components comps;
   std::unordered_map<std::string_view, int> ids;
   std::vector<Path> paths;
   std::vector<int> path_of(g.nodes.size(), -1);  // -1: outside every frame (loss, dead)
+  int prev = -1;  // consecutive nodes mostly share their module: compare before hashing
   for (int k = 0; k < nn; ++k) {
     const Node& n = g.nodes[k];
     if (n.dead || n.module == "loss") continue;
+    if (prev >= 0 && g.nodes[prev].module == n.module) {
+      path_of[k] = path_of[prev];
+      prev = k;
+      continue;
+    }
+    prev = k;
     auto [it, fresh] = ids.try_emplace(n.module, static_cast<int>(paths.size()));
     if (fresh) {
       Path p;
       std::string_view m = n.module;
       while (!m.empty()) {
         const size_t dot = m.find('.');
-        p.push_back(m.substr(0, dot));
+        p.push_back(comps.id(m.substr(0, dot)));
         m = dot == std::string_view::npos ? std::string_view() : m.substr(dot + 1);
       }
       paths.push_back(std::move(p));
@@ -78,11 +99,11 @@ std::vector<int> frame_release_nodes(const Graph& g) {
     if (g.nodes[ten.producer].op == "Constant") continue;  // shape arithmetic
     const Path& p = paths[path_of[ten.producer]];
     for (int c : ten.consumers) {
-      if (path_of[c] < 0) continue;
+      if (path_of[c] < 0 || path_of[c] == path_of[ten.producer]) continue;  // same module: no call between
       const Path& cp = paths[path_of[c]];
       const size_t common = common_depth(p, cp);
       // An argument: held until the callee it went into returns.
-      if (const size_t callee = first_call_below(cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
+      if (const size_t callee = first_call_below(comps, cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
     }
   }
   // `q, k, v = x.split(d, 2)`: the pieces of a split are bound to locals, and as views
