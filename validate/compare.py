@@ -196,12 +196,40 @@ def compare_maxbatch(args, rows):
     if errs:
         print("\ncases %d: %d within 5%% and not over by more than 2%% (the bar); %d over by more than 2%%; "
               "worst %+.1f%%" % (len(errs), ok, over, 100 * max(errs, key=abs)))
+    # Every batch the GPU search tried is a test of the fit rule on its own: `memest check`
+    # at that batch against the probe's outcome (the searches' end points hide where
+    # fitting stops being monotone near the cap).
+    def probe_one(job):
+        r, p = job
+        cmd = [args.memest, "check", os.path.join(args.models_dir, r["onnx"]), "--batch", str(p["batch"])]
+        cmd += r["memest_args"]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return None if out.returncode not in (0, 1) else (p["status"] == "ok", out.returncode == 0)
+
+    jobs = [(r, p) for r, est, err in got if not err for p in r.get("probes", [])
+            if p["status"] == "ok" or p["status"].startswith("OOM")]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        verdicts = [v for v in ex.map(probe_one, jobs) if v is not None]
+    agree = sum(1 for gpu, mem in verdicts if gpu == mem)
+    optimistic = sum(1 for gpu, mem in verdicts if mem and not gpu)
+    if verdicts:
+        print("probes %d: memest check agrees with %d; says it fits where the GPU ran out of memory on %d; "
+              "says it does not fit where it ran on %d" % (len(verdicts), agree, optimistic,
+                                                            len(verdicts) - agree - optimistic))
     # The bar is every case; the regression limit is what was measured when committed.
     with open(args.thresholds) as f:
         th = json.load(f)
     name = os.path.basename(args.results[0]) if len(args.results) == 1 else None
     limits = th.get("regression", {}).get(name, {})
     failed = []
+    if "min_probe_agree" in limits and agree < limits["min_probe_agree"]:
+        failed.append("%d probes agree (committed: %d)" % (agree, limits["min_probe_agree"]))
+    if "max_probe_optimistic" in limits and optimistic > limits["max_probe_optimistic"]:
+        failed.append("%d probes fit in memest but not on the GPU (committed: %d)" % (
+            optimistic, limits["max_probe_optimistic"]))
     if fails:
         failed.append("memest failed on %d cases" % len(fails))
     if "min_ok" in limits and ok < limits["min_ok"]:
