@@ -50,7 +50,7 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/checkpoint-h200-torch2.11.jsonl
   set_tests_properties(accuracy_checkpoint PROPERTIES TIMEOUT 600)
 endif()
 # The blind set and the largest-batch files: each a test of its own, same regression rule.
-foreach(name maxbatch blind blind-maxbatch)
+foreach(name maxbatch maxbatch-probes blind blind-maxbatch)
   if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/${name}-h200-torch2.11.jsonl)
     add_test(NAME accuracy_${name}
              COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/${name}-h200-torch2.11.jsonl

@@ -165,6 +165,8 @@ def compare_maxbatch(args, rows):
 
     issue 6's bar: within 5% of the measured largest batch, and never above it by more than 2%."""
     def one(r):
+        if r.get("max_ok_batch") is None:  # `maxbatch --batches`: probes only, no search
+            return r, None, None
         onnx_path = os.path.join(args.models_dir, r["onnx"])
         cmd = [args.memest, "sweep", onnx_path] + r["memest_args"] + ["--json"]
         try:
@@ -177,10 +179,13 @@ def compare_maxbatch(args, rows):
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         got = list(ex.map(one, rows))
-    print("%-12s %-10s %8s %8s %8s %13s %13s" % ("model", "config", "measured", "memest", "error",
-                                               "peak@max GiB", "memest@max"))
+    if any(est is not None or err for _, est, err in got):
+        print("%-12s %-10s %8s %8s %8s %13s %13s" % ("model", "config", "measured", "memest", "error",
+                                                   "peak@max GiB", "memest@max"))
     errs, fails = [], []
     for r, est, err in got:
+        if est is None and not err:
+            continue
         if err:
             fails.append(r)
             print("%-12s %-10s %8s  FAILED: %s" % (r["model"], r["config"], r["max_ok_batch"], err))

@@ -50,7 +50,10 @@ def probe(entry, cfg, device, cpu_model, out_meta_cache):
             "time_s": round(time.time() - t0, 2)}
 
 
-def search(entry, cfg_name, budget, device, deadline, max_batch):
+def search(entry, cfg_name, budget, device, deadline, max_batch, only=None):
+    """The largest batch that runs (doubling, then bisection), or with `only`, each of
+    those batches tried as given: near the cap fitting need not be monotone in the batch,
+    and a bisection does not look between its probes."""
     import torch
     from validate import loop
     torch.manual_seed(0)
@@ -69,6 +72,13 @@ def search(entry, cfg_name, budget, device, deadline, max_batch):
             raise RuntimeError("batch %d failed with a non-OOM error: %s" % (b, r["status"]))
         return r["status"] == "ok"
 
+    if only:
+        for b in only:
+            if deadline and time.time() > deadline:
+                return None, None, probes, "deadline"
+            try_batch(b)
+        loop.clean_allocator(device, require_empty=False)
+        return None, None, probes, "probes"
     lo, hi = 0, None
     b = min(entry.batches[0], max_batch)
     while hi is None:
@@ -105,6 +115,8 @@ def main(argv):
     p.add_argument("--deadline", type=float, default=0, help="unix time after which no probe is started")
     p.add_argument("--device", default="cuda")
     p.add_argument("--set", default="zoo", help="zoo, holdout or blind: the model list --models picks from")
+    p.add_argument("--batches", default="",
+                   help="try exactly these batches (e.g. 129-135,140), no search: records status 'probes'")
     args = p.parse_args(argv)
     import torch
     from validate.measure import versions
@@ -116,6 +128,10 @@ def main(argv):
     if cuda:
         torch.cuda.set_per_process_memory_fraction(fraction)
     command = "python3 -m validate maxbatch " + " ".join(argv)
+    only = []
+    for part in filter(None, args.batches.split(",")):
+        a, _, b = part.partition("-")
+        only += list(range(int(a), int(b or a) + 1))
     for entry in zoo.select(args.models, args.set):
         for c in args.configs.split(","):
             amp, opt = c.split("-")
@@ -125,9 +141,9 @@ def main(argv):
                    "amp": cfg0.amp_field, "loss": entry.loss, "onnx": entry.onnx, "budget": args.budget,
                    "budget_bytes": budget, "total_memory": total, "fraction": fraction, "iterations": 2}
             try:
-                lo, hi, probes, why = search(entry, c, budget, args.device, args.deadline, args.max_batch)
+                lo, hi, probes, why = search(entry, c, budget, args.device, args.deadline, args.max_batch, only)
                 ok = [q for q in probes if q["batch"] == lo and q["status"] == "ok"]
-                rec.update(status="ok" if why == "ok" else why, max_ok_batch=lo, first_fail_batch=hi,
+                rec.update(status="ok" if why in ("ok", "probes") else why, max_ok_batch=lo, first_fail_batch=hi,
                            peak_allocated_at_max=ok[-1]["peak_allocated"] if ok else None,
                            peak_reserved_at_max=ok[-1]["peak_reserved"] if ok else None, probes=probes)
             except Exception as exc:
