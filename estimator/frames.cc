@@ -104,6 +104,14 @@ std::vector<int> frame_release_nodes(const Graph& g) {
       const size_t common = common_depth(p, cp);
       // An argument: held until the callee it went into returns.
       if (const size_t callee = first_call_below(comps, cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
+      // A named submodule's result, in a caller that keeps such results in locals: kept
+      // until the caller returns. (Not through a list element: `x = block(x)` rebinds.)
+      if (g.nodes[c].keeps_locals && common == cp.size()) {
+        const size_t child = first_call_below(comps, p, common);
+        bool named = child > 0;
+        for (size_t i = common; named && i < child; ++i) named = !comps.numeric(p[i]);
+        if (named && common > 0) queries.push_back({c, common, static_cast<int>(t)});
+      }
     }
   }
   // `q, k, v = x.split(d, 2)`: the pieces of a split are bound to locals, and as views

@@ -9,14 +9,16 @@
 // ModuleList or Sequential: "blocks" in "blocks.0.attn" is a container, "blocks.0" the
 // module called.
 //
-// Of the locals, one kind is modelled: the pieces of a Split (`q, k, v = qkv.split(d, 2)`)
-// are unpacked into names, and as views they keep the split tensor's storage until
-// the call the split is in returns. Other locals are not: `inputs_embeds = self.wte(ids)` keeps its result until the
-// caller returns, `self.drop(self.attn(x))` does not, and the graph cannot tell the
-// two apart. Holding every named submodule's result to its caller's end fixed one GPU
-// trace (gpt2_hf) and overestimated others (transformer_encoder's peak by 2.4%); nor
-// is rebinding (`att = self.drop(F.softmax(att))` keeps the old att until the drop
-// returns, `y = f(x); return self.proj(y)` does not keep x).
+// Of the locals, two kinds are modelled. The pieces of a Split (`q, k, v =
+// qkv.split(d, 2)`) are unpacked into names, and as views they keep the split tensor's
+// storage until the call the split is in returns. And in a module whose code keeps
+// submodule results in locals (Node::keeps_locals, from the dynamo exporter's module
+// classes: transformers'), a named submodule's result is kept until the caller returns
+// (`inputs_embeds = self.wte(ids)`). Elsewhere the graph cannot tell a local from a
+// temporary (`self.drop(self.attn(x))`): holding every named submodule's result to its
+// caller's end fixed gpt2_hf and overestimated transformer_encoder's peak by 2.4%. Nor is
+// rebinding modelled (`att = self.drop(F.softmax(att))` keeps the old att until the drop
+// returns; `y = f(x); return self.proj(y)` does not keep x).
 #pragma once
 
 #include <vector>

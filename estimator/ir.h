@@ -140,6 +140,7 @@ struct Node {
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
+  bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
 
   const Attribute* attr(std::string_view key) const { return attrs.find(key); }
   int64_t attr_int(std::string_view key, int64_t dflt) const;

@@ -92,7 +92,7 @@ class ScopeCache {
 };
 
 // With `autocast_off`, also whether one of the node's modules disables autocast.
-std::string module_of(const NodeView& n, ScopeCache& scopes, bool* autocast_off = nullptr) {
+std::string module_of(const NodeView& n, ScopeCache& scopes, bool* autocast_off = nullptr, bool* locals = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -106,7 +106,10 @@ std::string module_of(const NodeView& n, ScopeCache& scopes, bool* autocast_off 
       const size_t colon = part.find(": ");
       const std::string_view name = colon == std::string_view::npos ? part : part.substr(0, colon);
       const std::string_view type = colon == std::string_view::npos ? std::string_view() : part.substr(colon + 2);
-      if (!type.starts_with("aten.") && !type.starts_with("prims.")) module = name;
+      if (!type.starts_with("aten.") && !type.starts_with("prims.")) {
+        module = name;
+        if (locals) *locals = module_keeps_locals(type);
+      }
       if (autocast_off && !type.empty() && module_disables_autocast(type)) *autocast_off = true;
       if (slash == std::string_view::npos) break;
       start = slash + 1;
@@ -351,7 +354,7 @@ class Lowering {
     if (!prefix.empty()) count_expansion();
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
-    node.module = module_of(n, scopes_, &node.autocast_off);
+    node.module = module_of(n, scopes_, &node.autocast_off, &node.keeps_locals);
     if (node.module.empty()) node.module = outer_module;
     // Outside inlined functions (nearly always) a name is the tensor's own.
     const bool as_is = prefix.empty() && rename.empty();

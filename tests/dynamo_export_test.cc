@@ -59,7 +59,7 @@ TEST_CASE("dynamo export: initializers the signature does not list as parameters
   CHECK(h.tensors[h.find_tensor("c")].kind == TensorKind::Parameter);
 }
 
-TEST_CASE("dynamo export: a node inside a rotary embedding module runs with autocast disabled") {
+TEST_CASE("dynamo export: module classes: rotary embeddings run without autocast, transformers keeps locals") {
   // transformers' rotary embeddings compute cos and sin under autocast(enabled=False).
   auto ns = [](const std::string& module_class) {
     return lfield(9, entry("namespace", ": pkg.Root/model.rotary_emb: " + module_class + "/matmul: aten.matmul.default"));
@@ -74,6 +74,9 @@ TEST_CASE("dynamo export: a node inside a rotary embedding module runs with auto
   CHECK(rotary.nodes[0].module == "model.rotary_emb");
   const Graph other = read_onnx_bytes(relu(ns("transformers.models.llama.modeling_llama.LlamaAttention")), "m.onnx");
   CHECK_FALSE(other.nodes[0].autocast_off);
+  // transformers' modules keep submodule results in locals; torch.nn's are not assumed to.
+  CHECK(other.nodes[0].keeps_locals);
+  CHECK_FALSE(read_onnx_bytes(relu(ns("torch.nn.modules.linear.Linear")), "m.onnx").nodes[0].keeps_locals);
 }
 
 TEST_CASE("under fp16 autocast, a MatMul with autocast disabled stays fp32 and its product with half is fp32") {

@@ -119,3 +119,27 @@ output z
   const std::vector<int> release = frame_release_nodes(g);
   CHECK(release[g.find_tensor("qkv")] == node_index(g, "attn.proj"));
 }
+
+TEST_CASE("in a module that keeps submodule results in locals, a named child's result lives until it returns") {
+  // GPT2Model.forward: inputs_embeds = self.wte(ids); h = inputs_embeds + pos; ...; the
+  // embedding stays until the transformer returns (GPU trace of gpt2_hf, batch 114).
+  // Not through a list element: `for block in self.h: h = block(h)` rebinds h.
+  Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> emb @transformer.wte
+node Relu x -> pos @transformer.wpe
+node Add emb pos -> h0 @transformer
+node Relu h0 -> h1 @transformer.h.0.mlp
+node Relu h1 -> h2 @transformer.h.1.mlp
+node Relu h2 -> y @transformer.ln_f
+node Relu y -> z @head
+output z
+)");
+  CHECK(frame_release_nodes(g)[g.find_tensor("emb")] == -1);  // without the flag: a temporary
+  for (Node& n : g.nodes) n.keeps_locals = n.module.rfind("transformer", 0) == 0;
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("emb")] == node_index(g, "transformer.ln_f"));
+  CHECK(release[g.find_tensor("pos")] == node_index(g, "transformer.ln_f"));
+  CHECK(release[g.find_tensor("h1")] == -1);  // h.0's result, read by h.1: a list element
+}

@@ -31,4 +31,19 @@ bool module_disables_autocast(std::string_view module_class) {
   return false;
 }
 
+// Module classes whose forward keeps what its submodules return in local variables
+// (`inputs_embeds = self.wte(input_ids)`) until it returns: transformers' code is
+// written so. The GPU trace of gpt2_hf at batch 114 (gtrace-h200-torch2.11.jsonl) frees
+// the token embeddings only when GPT2Model.forward returns, and that hole is where the
+// backward's cuBLAS workspace lands. Hand-written models nest calls instead
+// (`self.drop(self.attn(x))`), so no rule holds for every module.
+constexpr std::string_view kKeepsLocals[] = {"transformers."};
+
+bool module_keeps_locals(std::string_view module_class) {
+  for (std::string_view prefix : kKeepsLocals) {
+    if (module_class.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
 }  // namespace memest

@@ -17,6 +17,9 @@ std::vector<const OpInfo*> all_ops();
 /// Whether a module class (its qualified name, as the dynamo exporter records it)
 /// runs its forward with autocast disabled (ops/modules.cc).
 bool module_disables_autocast(std::string_view module_class);
+/// Whether a module class's forward keeps its submodules' results in local variables
+/// until it returns (ops/modules.cc; frames.h).
+bool module_keeps_locals(std::string_view module_class);
 
 // Each family file defines one of these; registry.cc lists them all.
 struct OpTable {

@@ -197,7 +197,8 @@ class ScopeCache {
   std::string scope_, module_;
 };
 
-std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes, bool* autocast_off = nullptr) {
+std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes, bool* autocast_off = nullptr,
+                      bool* locals = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -211,7 +212,10 @@ std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes, bool* autoca
       size_t colon = part.find(": ");
       std::string name = colon == std::string::npos ? part : part.substr(0, colon);
       std::string type = colon == std::string::npos ? "" : part.substr(colon + 2);
-      if (type.rfind("aten.", 0) != 0 && type.rfind("prims.", 0) != 0) module = name;
+      if (type.rfind("aten.", 0) != 0 && type.rfind("prims.", 0) != 0) {
+        module = name;
+        if (locals) *locals = module_keeps_locals(type);
+      }
       if (autocast_off && !type.empty() && module_disables_autocast(type)) *autocast_off = true;
       if (slash == std::string::npos) break;
       start = slash + 1;
@@ -343,7 +347,7 @@ class Lowering {
     }
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
-    node.module = module_of(n, scopes_, &node.autocast_off);
+    node.module = module_of(n, scopes_, &node.autocast_off, &node.keeps_locals);
     if (node.module.empty()) node.module = outer_module;
     // Outside inlined functions (nearly always) a name is the tensor's own, and a new
     // tensor takes it from the message.
