@@ -206,6 +206,34 @@ def probe_misc(torch, emit, deadline):
             del logits, loss
 
 
+def probe_rnn(torch, emit, deadline):
+    """cuDNN RNNs as nn.LSTM/GRU run them: one cuDNN call for all layers. Per config, the
+    events of building the module on the GPU (flatten_parameters' weight buffer), of a
+    training forward (workspace, reserve) and of its backward."""
+    for kind in ("LSTM", "GRU"):
+        for layers in (1, 2, 3):
+            for hidden in (256, 512):
+                for n, t in ((16, 64), (32, 128), (64, 128)):
+                    for dtype in ("float32", "float16"):
+                        if time.time() > deadline:
+                            return
+                        dt = getattr(torch, dtype)
+                        built = []
+                        ev_init = _events(torch, lambda: built.append(
+                            getattr(torch.nn, kind)(hidden, hidden, num_layers=layers).cuda().to(dt)) or built[0])
+                        rnn = built[0]
+                        x = torch.randn((t, n, hidden), device="cuda", dtype=dt, requires_grad=True)
+                        ev_f = _events(torch, lambda: rnn(x))
+                        y = rnn(x)[0]
+                        gy = torch.randn_like(y)
+                        ev_b = _events(torch, lambda: torch.autograd.grad(y, [x] + list(rnn.parameters()), gy,
+                                                                          retain_graph=True))
+                        emit({"kind": "rnn", "rnn": kind, "layers": layers, "hidden": hidden, "input": hidden,
+                              "n": n, "t": t, "dtype": dtype, "init": ev_init, "fwd": ev_f, "bwd": ev_b})
+                        del rnn, built, x, y, gy
+                        torch.cuda.empty_cache()
+
+
 def trace_cases(torch, emit, cases, budget, deadline):
     """Whole-case allocation traces (alloc/free with addresses, segment events), under a cap.
 
@@ -249,7 +277,7 @@ def main(argv):
     ap.add_argument("--out", required=True, help="JSONL file to append to")
     ap.add_argument("--deadline", type=float, default=time.time() + 400, help="unix time to stop by")
     ap.add_argument("--parts", default="conv,grid,reduce,misc",
-                    help="any of conv,convcl (channels-last inputs),grid,reduce,misc,cases")
+                    help="any of conv,convcl (channels-last inputs),grid,reduce,misc,rnn,cases")
     ap.add_argument("--cases", default="", help="MODEL/CONFIG,... traced whole (part `cases`)")
     ap.add_argument("--budget", default="", help="cap for the traced cases, e.g. 24GiB")
     args = ap.parse_args(argv)
@@ -277,6 +305,9 @@ def main(argv):
         if "misc" in parts:
             probe_misc(torch, emit, args.deadline)
             print("misc done: %d rows" % n, flush=True)
+        if "rnn" in parts:
+            probe_rnn(torch, emit, args.deadline)
+            print("rnn done: %d rows" % n, flush=True)
         work = []
         if "conv" in parts:
             entries = [e for e in zoo.ZOO + zoo.HOLDOUT if not e.needs]
