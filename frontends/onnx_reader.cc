@@ -497,10 +497,6 @@ void classify_initializers(Graph& g, const std::vector<int>& bn_statistics) {
 // a line: "p_fc_weight: PARAMETER target='fc.weight'". The targets it lists as
 // PARAMETER, when the file has one; it also lifts buffers and folded constants to
 // initializers (llama's rotary inv_freq, as "expand_2"), which must not get gradients.
-// It also folds weights' transposes into initializers of its own names ("val_1188":
-// lm_head.weight transposed), which are parameters all the same; only small unlisted
-// initializers are taken for buffers.
-constexpr int64_t kMaxFoldedBuffer = 4096;
 std::optional<std::vector<std::string_view>> exported_parameters(const ModelView& model) {
   std::optional<std::vector<std::string_view>> out;
   model.graph.each_field([&](const wire::Field& f) {
@@ -565,20 +561,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
   Lowering lowering(g, model, *check);
   lowering.run();
   classify_initializers(g, lowering.bn_statistics());
-  if (const auto params = exported_parameters(model)) {
-    std::vector<bool> listed(g.tensors.size());
-    for (std::string_view name : *params) {
-      const int id = g.find_tensor(name);
-      if (id >= 0) listed[id] = true;
-    }
-    for (size_t t = 0; t < g.tensors.size(); ++t) {
-      Tensor& ten = g.tensors[t];
-      if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
-      int64_t numel = 1;
-      for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
-      if (numel <= kMaxFoldedBuffer) ten.kind = TensorKind::Buffer;
-    }
-  }
+  if (const auto params = exported_parameters(model)) keep_exported_parameters(g, *params);
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
@@ -587,6 +570,25 @@ Graph read_model(std::string_view bytes, const std::string& file) {
 }
 
 }  // namespace
+
+// The exporter also folds weights' transposes into initializers of its own names
+// ("val_1188": lm_head.weight transposed), which are parameters all the same; only small
+// unlisted initializers are taken for buffers.
+void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters) {
+  constexpr int64_t kMaxFoldedBuffer = 4096;
+  std::vector<bool> listed(g.tensors.size());
+  for (std::string_view name : parameters) {
+    const int id = g.find_tensor(name);
+    if (id >= 0) listed[id] = true;
+  }
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    Tensor& ten = g.tensors[t];
+    if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
+    int64_t numel = 1;
+    for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
+    if (numel <= kMaxFoldedBuffer) ten.kind = TensorKind::Buffer;
+  }
+}
 
 Graph read_onnx_bytes(const std::string& bytes, const std::string& file) { return read_model(bytes, file); }
 

@@ -71,8 +71,8 @@ Expr attention_math_bwd(const Graph& g, const Node& n, DType run, bool, bool) {
 // Which backend scaled_dot_product_attention takes: grouped k and v (fuse.cc's `gqa`)
 // in fp32 go to the math one.
 const OpInfo* attention_backend(const Graph&, const Node& n, DType run) {
-  if (run != DType::F32 || n.attr_int("gqa", 0) != 1) return nullptr;
-  return find_op("memest", "AttentionMath");
+  static const OpInfo* const math = find_op("memest", "AttentionMath");
+  return run == DType::F32 && n.attr_int("gqa", 0) == 1 ? math : nullptr;
 }
 
 // nll_loss keeps total_weight, a scalar.

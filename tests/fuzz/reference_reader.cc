@@ -22,6 +22,7 @@
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
+#include "frontends/onnx_reader.h"
 
 namespace memest::reference {
 namespace {
@@ -537,22 +538,7 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
     buffers = declared_buffers(model);
   }
   classify_initializers(g);
-  if (params) {
-    // Unlisted initializers of up to 4,096 elements are the exporter's folded buffers;
-    // larger ones, folded weights (a transpose), stay parameters.
-    std::vector<bool> listed(g.tensors.size());
-    for (const auto& name : *params) {
-      const int id = g.find_tensor(name);
-      if (id >= 0) listed[id] = true;
-    }
-    for (size_t t = 0; t < g.tensors.size(); ++t) {
-      Tensor& ten = g.tensors[t];
-      if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
-      int64_t numel = 1;
-      for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
-      if (numel <= 4096) ten.kind = TensorKind::Buffer;
-    }
-  }
+  if (params) keep_exported_parameters(g, std::vector<std::string_view>(params->begin(), params->end()));
   for (const auto& name : buffers) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
