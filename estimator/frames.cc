@@ -54,6 +54,9 @@ struct Query {
   int node;
   size_t depth;
   int tensor;
+  // 0: held until the run at `depth` around `node` ends. Otherwise the caller's depth:
+  // held until the caller's first own node after that run (where a local is rebound).
+  size_t caller = 0;
 };
 
 }  // namespace
@@ -112,6 +115,17 @@ std::vector<int> frame_release_nodes(const Graph& g) {
         for (size_t i = common; named && i < child; ++i) named = !comps.numeric(p[i]);
         if (named && common > 0) queries.push_back({c, common, static_cast<int>(t)});
       }
+      // `h = self.ln_2(h); ff = self.mlp(h); h = r + ff`: a named submodule's result
+      // passed to a sibling is the caller's local until the caller's next statement
+      // rebinds it, after the sibling returns (checked below: that statement's node is
+      // the caller's own, and the caller keeps locals).
+      if (common > 0 && common < cp.size() && common < p.size()) {
+        const size_t callee = first_call_below(comps, cp, common);
+        const size_t child = first_call_below(comps, p, common);
+        bool named = callee > 0 && child > 0;
+        for (size_t i = common; named && i < child; ++i) named = !comps.numeric(p[i]);
+        if (named) queries.push_back({c, callee, static_cast<int>(t), common});
+      }
     }
   }
   // `q, k, v = x.split(d, 2)`: the pieces of a split are bound to locals, and as views
@@ -132,7 +146,9 @@ std::vector<int> frame_release_nodes(const Graph& g) {
   std::vector<int> open = {0};      // run ids of the open prefixes, by depth
   const Path* current = nullptr;
   static const Path kRoot;
-  std::vector<int> query_run(queries.size());
+  std::vector<int> query_run(queries.size()), caller_run(queries.size(), -1);
+  std::vector<int> own_nodes_depth;  // per node, its path's depth (-1: no frame)
+  own_nodes_depth.assign(static_cast<size_t>(nn), -1);
   size_t q = 0;
   int last = -1;
   for (int k = 0; k < nn; ++k) {
@@ -147,13 +163,35 @@ std::vector<int> frame_release_nodes(const Graph& g) {
     }
     current = &p;
     last = k;
-    for (; q < queries.size() && queries[q].node == k; ++q) query_run[q] = open[queries[q].depth];
+    own_nodes_depth[k] = static_cast<int>(p.size());
+    for (; q < queries.size() && queries[q].node == k; ++q) {
+      query_run[q] = open[queries[q].depth];
+      if (queries[q].caller) caller_run[q] = open[queries[q].caller];
+    }
   }
   for (size_t d = open.size() - 1; d > 0; --d) run_end[open[d]] = last;
 
+  // The caller's own nodes, by depth, for the rebinding queries.
+  std::unordered_map<size_t, std::vector<int>> own;
+  for (const Query& x : queries) {
+    if (x.caller) own.try_emplace(x.caller);
+  }
+  if (!own.empty()) {
+    for (int k = 0; k < nn; ++k) {
+      auto it = own_nodes_depth[k] > 0 ? own.find(static_cast<size_t>(own_nodes_depth[k])) : own.end();
+      if (it != own.end()) it->second.push_back(k);
+    }
+  }
   for (size_t i = 0; i < queries.size(); ++i) {
+    int end = run_end[query_run[i]];
+    if (queries[i].caller) {
+      const std::vector<int>& nodes = own[queries[i].caller];
+      auto next = std::upper_bound(nodes.begin(), nodes.end(), end);
+      if (next == nodes.end() || *next > run_end[caller_run[i]] || !g.nodes[*next].keeps_locals) continue;
+      end = *next;
+    }
     int& r = release[queries[i].tensor];
-    r = std::max(r, run_end[query_run[i]]);
+    r = std::max(r, end);
   }
   // Only a hold past the last use matters.
   for (size_t t = 0; t < g.tensors.size(); ++t) {

@@ -14,11 +14,13 @@
 // storage until the call the split is in returns. And in a module whose code keeps
 // submodule results in locals (Node::keeps_locals, from the dynamo exporter's module
 // classes: transformers'), a named submodule's result is kept until the caller returns
-// (`inputs_embeds = self.wte(ids)`). Elsewhere the graph cannot tell a local from a
-// temporary (`self.drop(self.attn(x))`): holding every named submodule's result to its
-// caller's end fixed gpt2_hf and overestimated transformer_encoder's peak by 2.4%. Nor is
-// rebinding modelled (`att = self.drop(F.softmax(att))` keeps the old att until the drop
-// returns; `y = f(x); return self.proj(y)` does not keep x).
+// (`inputs_embeds = self.wte(ids)`); one passed on to a sibling call is the local that
+// the caller's next statement of its own rebinds (`h = self.ln_2(h); ff = self.mlp(h);
+// h = r + ff`), so it is kept until that statement's node has run. Elsewhere the graph
+// cannot tell a local from a temporary (`self.drop(self.attn(x))`): holding every named
+// submodule's result to its caller's end fixed gpt2_hf and overestimated
+// transformer_encoder's peak by 2.4%. Nor is rebinding of op results modelled
+// (`att = self.drop(F.softmax(att))` keeps the old att until the drop returns).
 #pragma once
 
 #include <vector>

@@ -143,3 +143,29 @@ output z
   CHECK(release[g.find_tensor("pos")] == node_index(g, "transformer.ln_f"));
   CHECK(release[g.find_tensor("h1")] == -1);  // h.0's result, read by h.1: a list element
 }
+
+TEST_CASE("a named child's result passed to a sibling lives until the caller's next own statement") {
+  // GPT2Block.forward: h = self.ln_2(h); ff = self.mlp(h); h = residual + ff. The local h
+  // holds ln_2's output through mlp and is rebound by the Add: freed after the Add, not
+  // when mlp returns (GPU trace of gpt2_hf at batch 128, gtrace2: ln_2's 64 MiB is freed
+  // right after the block's last Add, and ln_f's output lands in that hole).
+  Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> n2 @h.0.ln_2
+node Relu n2 -> a @h.0.mlp.fc
+node Relu a -> ff @h.0.mlp.proj
+node Add x ff -> h1 @h.0
+node Relu h1 -> n3 @h.0.ln_3
+node Relu n3 -> z @head
+output z
+)");
+  // Without the flag, only the argument rule: held until mlp returns (mlp.proj).
+  CHECK(frame_release_nodes(g)[g.find_tensor("n2")] == node_index(g, "h.0.mlp.proj"));
+  for (Node& n : g.nodes) n.keeps_locals = n.module.rfind("h.0", 0) == 0;
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("n2")] == node_index(g, "h.0"));
+  // ff is mlp's result read by the block's own Add: held until the block returns, at
+  // its last node, ln_3.
+  CHECK(release[g.find_tensor("ff")] == node_index(g, "h.0.ln_3"));
+}
