@@ -59,6 +59,121 @@ struct Query {
   size_t caller = 0;
 };
 
+// Only a hold past the last use matters.
+std::vector<int> drop_short_holds(const Graph& g, std::vector<int> release) {
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (release[t] < 0) continue;
+    int last_use = -1;
+    for (int c : g.tensors[t].consumers) last_use = std::max(last_use, c);
+    if (release[t] <= last_use) release[t] = -1;
+  }
+  return release;
+}
+
+// Locals, from the Python stacks (graphs from the dynamo exporter). Per frame level, the
+// nodes run in invocations of functions, and an invocation in runs of statements. A
+// tensor made in one statement and read in a later one of the same invocation was bound
+// to the names that statement assigns; the binding holds it until a later statement of
+// the invocation assigns those names again, or the function returns.
+void statement_holds(const Graph& g, std::vector<int>& release) {
+  const PySource& py = g.python;
+  struct Run {
+    int statement;
+    int invocation;
+    int end;      // its last node
+    int rebound;  // the end of the run that rebinds its names (-2: not yet known)
+  };
+  struct Invocation {
+    int end;
+    std::vector<int> runs;
+  };
+  std::vector<Run> runs;
+  std::vector<Invocation> invocations;
+  // Per node with a stack, per level: its invocation and run (flat; `first` indexes it).
+  std::vector<int> first(g.nodes.size() + 1, 0), inv, run;
+  const std::vector<PyFrame>* prev = nullptr;
+  int prev_node = -1;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    first[k + 1] = first[k];
+    if (n.dead || n.py_stack < 0 || n.module == "loss" || n.op == "Constant") continue;
+    const std::vector<PyFrame>& s = py.stacks[static_cast<size_t>(n.py_stack)];
+    size_t same = 0;  // levels where k continues prev's statement
+    if (prev) {
+      while (same < s.size() && same < prev->size() && s[same].statement == (*prev)[same].statement &&
+             s[same].instance == (*prev)[same].instance) {
+        ++same;
+      }
+    }
+    first[k + 1] = first[k] + static_cast<int>(s.size());
+    for (size_t d = 0; d < s.size(); ++d) {
+      int i, r;
+      if (d < same) {
+        i = inv[static_cast<size_t>(first[prev_node]) + d];
+        r = run[static_cast<size_t>(first[prev_node]) + d];
+      } else {
+        // A new statement of the same function when only the statement changed here.
+        const bool continues = d == same && prev && d < prev->size() && s[d].instance == (*prev)[d].instance;
+        if (continues) {
+          i = inv[static_cast<size_t>(first[prev_node]) + d];
+        } else {
+          i = static_cast<int>(invocations.size());
+          invocations.push_back({});
+        }
+        r = static_cast<int>(runs.size());
+        runs.push_back({s[d].statement, i, 0, -2});
+        invocations[static_cast<size_t>(i)].runs.push_back(r);
+      }
+      invocations[static_cast<size_t>(i)].end = static_cast<int>(k);
+      runs[static_cast<size_t>(r)].end = static_cast<int>(k);
+      inv.push_back(i);
+      run.push_back(r);
+    }
+    prev = &s;
+    prev_node = static_cast<int>(k);
+  }
+  if (runs.empty()) return;
+
+  // Where the binding made by run r lets go: the end of the first later run of its
+  // invocation that assigns all of r's names, else the invocation's end.
+  auto rebound = [&](int r) {
+    Run& x = runs[static_cast<size_t>(r)];
+    if (x.rebound != -2) return x.rebound;
+    const std::vector<int>& names = py.statements[static_cast<size_t>(x.statement)].targets;
+    const Invocation& in = invocations[static_cast<size_t>(x.invocation)];
+    x.rebound = in.end;
+    const auto at = std::find(in.runs.begin(), in.runs.end(), r);
+    for (auto it = at + 1; it != in.runs.end(); ++it) {
+      const std::vector<int>& t = py.statements[static_cast<size_t>(runs[static_cast<size_t>(*it)].statement)].targets;
+      const bool all = std::all_of(names.begin(), names.end(), [&](int nm) { return std::find(t.begin(), t.end(), nm) != t.end(); });
+      if (all) {
+        x.rebound = runs[static_cast<size_t>(*it)].end;
+        break;
+      }
+    }
+    return x.rebound;
+  };
+
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& ten = g.tensors[t];
+    if (ten.kind != TensorKind::Activation || ten.producer < 0) continue;
+    const size_t p = static_cast<size_t>(ten.producer);
+    const int pn = first[p + 1] - first[p];
+    if (pn == 0) continue;
+    for (int c : ten.consumers) {
+      const size_t cc = static_cast<size_t>(c);
+      const int cn = first[cc + 1] - first[cc];
+      int d = 0;  // levels in the same invocation
+      while (d < pn && d < cn && inv[static_cast<size_t>(first[p] + d)] == inv[static_cast<size_t>(first[cc] + d)]) ++d;
+      if (d == 0) continue;
+      const int rp = run[static_cast<size_t>(first[p] + d - 1)];
+      if (rp == run[static_cast<size_t>(first[cc] + d - 1)]) continue;  // within one statement
+      if (!py.statements[static_cast<size_t>(runs[static_cast<size_t>(rp)].statement)].binds) continue;
+      release[t] = std::max(release[t], rebound(rp));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<int> frame_release_nodes(const Graph& g) {
@@ -94,7 +209,9 @@ std::vector<int> frame_release_nodes(const Graph& g) {
     path_of[k] = it->second;
   }
 
-  // The runs each tensor's consumers ask about.
+  // The runs each tensor's consumers ask about. With Python stacks, locals come from
+  // the statements (statement_holds) instead of the keeps_locals guesses.
+  const bool stacks = !g.python.empty();
   std::vector<Query> queries;
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& ten = g.tensors[t];
@@ -109,7 +226,7 @@ std::vector<int> frame_release_nodes(const Graph& g) {
       if (const size_t callee = first_call_below(comps, cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
       // A named submodule's result, in a caller that keeps such results in locals: kept
       // until the caller returns. (Not through a list element: `x = block(x)` rebinds.)
-      if (g.nodes[c].keeps_locals && common == cp.size()) {
+      if (!stacks && g.nodes[c].keeps_locals && common == cp.size()) {
         const size_t child = first_call_below(comps, p, common);
         bool named = child > 0;
         for (size_t i = common; named && i < child; ++i) named = !comps.numeric(p[i]);
@@ -119,7 +236,7 @@ std::vector<int> frame_release_nodes(const Graph& g) {
       // passed to a sibling is the caller's local until the caller's next statement
       // rebinds it, after the sibling returns (checked below: that statement's node is
       // the caller's own, and the caller keeps locals).
-      if (common > 0 && common < cp.size() && common < p.size()) {
+      if (!stacks && common > 0 && common < cp.size() && common < p.size()) {
         const size_t callee = first_call_below(comps, cp, common);
         const size_t child = first_call_below(comps, p, common);
         bool named = callee > 0 && child > 0;
@@ -137,7 +254,8 @@ std::vector<int> frame_release_nodes(const Graph& g) {
     const Tensor& in = g.tensors[n.inputs[0]];
     if (depth > 0 && in.kind == TensorKind::Activation && in.producer >= 0) queries.push_back({k, depth, n.inputs[0]});
   }
-  if (queries.empty()) return release;
+  if (stacks) statement_holds(g, release);
+  if (queries.empty()) return drop_short_holds(g, std::move(release));
   std::sort(queries.begin(), queries.end(), [](const Query& a, const Query& b) { return a.node < b.node; });
 
   // One pass: the open runs, one per depth of the current path (depth 0, the root,
@@ -193,14 +311,7 @@ std::vector<int> frame_release_nodes(const Graph& g) {
     int& r = release[queries[i].tensor];
     r = std::max(r, end);
   }
-  // Only a hold past the last use matters.
-  for (size_t t = 0; t < g.tensors.size(); ++t) {
-    if (release[t] < 0) continue;
-    int last_use = -1;
-    for (int c : g.tensors[t].consumers) last_use = std::max(last_use, c);
-    if (release[t] <= last_use) release[t] = -1;
-  }
-  return release;
+  return drop_short_holds(g, std::move(release));
 }
 
 }  // namespace memest

@@ -21,6 +21,13 @@
 // submodule's result to its caller's end fixed gpt2_hf and overestimated
 // transformer_encoder's peak by 2.4%. Nor is rebinding of op results modelled
 // (`att = self.drop(F.softmax(att))` keeps the old att until the drop returns).
+//
+// A dynamo export says more: each node's Python stack (Graph::python, frontends/
+// pystack.h), so the locals are read, not guessed. A tensor made in one statement and
+// read in a later one of the same function call was bound to the names that statement
+// assigns, and stays until a later statement assigns them again or the function returns
+// (`h = self.ln_2(h); ff = self.mlp(h); h = r + ff`: ln_2's output goes after the Add).
+// The keeps_locals guesses are then not used; the argument and split rules still are.
 #pragma once
 
 #include <vector>

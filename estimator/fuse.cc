@@ -391,7 +391,15 @@ class Fuser {
     int last = m1;
     const Node& mul1 = g_.nodes[m1];
     int other = mul1.inputs[0] == g_.nodes[add].outputs[0] ? mul1.inputs[1] : mul1.inputs[0];
-    if (other != x) {
+    if (other != x && is_scalar_const(other)) {
+      // x * (0.5 * (1 + erf)) (the dynamo exporter's order): the half comes first.
+      const int m2 = only_consumer(mul1.outputs[0]);
+      if (m2 < 0 || g_.nodes[m2].op != "Mul") return;
+      const Node& mul2 = g_.nodes[m2];
+      if ((mul2.inputs[0] == mul1.outputs[0] ? mul2.inputs[1] : mul2.inputs[0]) != x) return;
+      dead.push_back(m2);
+      last = m2;
+    } else if (other != x) {
       // (x * 0.5) * (1 + erf): the half is applied to x first.
       Node* half = producer(other);
       if (!half || half->op != "Mul" || (half->inputs[0] != x && half->inputs[1] != x)) return;

@@ -129,6 +129,24 @@ class Attrs {
   std::vector<std::pair<std::string, Attribute>> items_;
 };
 
+/// Where a node was traced in the model's Python code (dynamo exports carry a stack
+/// trace per node; frames.h reads it for the lifetimes of local variables).
+struct PyStatement {
+  std::string where;         ///< "file:line"
+  std::vector<int> targets;  ///< the local names it assigns (PySource::names ids)
+  bool binds = false;        ///< assigns to local names only (not self.x, x[i] or nothing)
+};
+struct PyFrame {
+  int statement;  ///< PySource::statements id: the statement this frame is running
+  int instance;   ///< which module's forward (or function called from it) runs the frame
+};
+struct PySource {
+  std::vector<PyStatement> statements;
+  std::vector<std::vector<PyFrame>> stacks;  ///< outermost frame first
+  std::vector<std::string> names;
+  bool empty() const { return stacks.empty(); }
+};
+
 struct Node {
   std::string name;
   std::string op;                 ///< op type, e.g. "Conv"
@@ -141,6 +159,7 @@ struct Node {
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
   bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
+  int py_stack = -1;              ///< Graph::python.stacks id; -1 when the file has no trace
 
   const Attribute* attr(std::string_view key) const { return attrs.find(key); }
   int64_t attr_int(std::string_view key, int64_t dflt) const;
@@ -159,6 +178,7 @@ struct Graph {
   std::vector<int> inputs;        ///< data inputs (initializers excluded)
   std::vector<int> outputs;
   std::vector<std::string> warnings;  ///< things assumed; shown on stderr and in JSON
+  PySource python;                ///< the Python stacks nodes were traced in (Node::py_stack)
 
   /// Id of the tensor with this name, creating it if absent.
   int tensor_id(std::string_view name);

@@ -49,6 +49,22 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/checkpoint-h200-torch2.11.jsonl
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(accuracy_checkpoint PROPERTIES TIMEOUT 600)
 endif()
+# The same measurements against the dynamo exports of the same models (models/dynamo/
+# README.md): torch 2.11's default exporter drops BatchNorms and spells ops its own way.
+if(EXISTS ${PROJECT_SOURCE_DIR}/models/dynamo/resnet18.onnx)
+  add_test(NAME accuracy_dynamo
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/h200-torch2.11.jsonl
+                   --models-dir models/dynamo --memest $<TARGET_FILE:memest> --enforce
+                   --models gpt_mini,bert_mini,transformer_encoder,bert_hf,vit_b_16,resnet18,mobilenet_v2,unet,resnet50,convnext_tiny,efficientnet_b0,densenet121,mlp,conv_autoencoder,vgg11_bn,mobilenet_v3_small
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_dynamo PROPERTIES TIMEOUT 600)
+  add_test(NAME accuracy_dynamo_holdout
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/holdout-h200-torch2.11.jsonl
+                   --models-dir models/dynamo --memest $<TARGET_FILE:memest> --enforce
+                   --models distilbert_hf,googlenet,shufflenet_v2_x1_0,squeezenet1_1,mnasnet1_0
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_dynamo_holdout PROPERTIES TIMEOUT 600)
+endif()
 # The blind set and the largest-batch files: each a test of its own, same regression rule.
 foreach(name maxbatch maxbatch-probes blind blind-maxbatch)
   if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/${name}-h200-torch2.11.jsonl)

@@ -113,3 +113,49 @@ output y
   CHECK(first_alloc("rotary") == 4 * 8 * 4);  // [4, 8] fp32, not half
   CHECK(first_alloc("attn") == 2 * 4 * 8 * 4);  // half q * fp32 cos: fp32
 }
+
+TEST_CASE("dynamo export: a BatchNorm the exporter dropped after a Conv is put back") {
+  // torch 2.11's dynamo exporter leaves `conv1 -> bn1` as one Conv carrying bn1's
+  // metadata and output (resnet18: 20 BatchNorms gone, the estimate 38% under).
+  auto graph = [](const std::string& aten) {
+    const std::string ns = ": pkg.Root/bn1: torch.nn.modules.batchnorm.BatchNorm2d/_native_batch_norm_legit: " + aten;
+    return model(lfield(1, lfield(1, "x") + lfield(1, "conv1.weight") + lfield(2, "getitem") + lfield(4, "Conv") +
+                              lfield(9, entry("namespace", ns))) +
+                 lfield(1, lfield(1, "getitem") + lfield(2, "y") + lfield(4, "Relu")) + initializer("conv1.weight", {8, 3, 1, 1}) +
+                 lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(3) + dim_value(16) + dim_value(16)))) +
+                 lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(8) + dim_value(16) + dim_value(16)))));
+  };
+  const Graph g = read_onnx_bytes(graph("aten._native_batch_norm_legit_functional.default"), "m.onnx");
+  REQUIRE(g.nodes.size() == 3);
+  CHECK(g.nodes[0].op == "Conv");
+  CHECK(g.nodes[0].module == "conv1");
+  CHECK(g.nodes[1].op == "BatchNormalization");
+  CHECK(g.nodes[1].module == "bn1");
+  CHECK(g.nodes[1].attr_int("training_mode", -1) == 1);
+  CHECK(g.tensors[g.nodes[1].outputs[0]].name == "getitem");
+  CHECK(g.tensors[g.find_tensor("bn1.weight")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("bn1.running_var")].kind == TensorKind::Buffer);
+
+  // The estimate is the one of the graph written with the BatchNorm.
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  const Estimate restored = estimate(analyze(read_onnx_bytes(graph("aten._native_batch_norm_legit_functional.default"), "m.onnx"), o), 4);
+  const Estimate written = estimate(analyze(read_text_graph(R"(
+opset 18
+input x float32 batch,3,16,16
+param conv1.weight float32 8,3,1,1
+param bn1.weight float32 8
+param bn1.bias float32 8
+buffer bn1.running_mean float32 8
+buffer bn1.running_var float32 8
+node Conv x conv1.weight -> c @conv1
+node BatchNormalization c bn1.weight bn1.bias bn1.running_mean bn1.running_var -> getitem training_mode=1 @bn1
+node Relu getitem -> y
+output y
+)"), o), 4);
+  CHECK(restored.peak.peak_bytes == written.peak.peak_bytes);
+
+  // Exported in eval mode: the BatchNorm comes back in inference mode, and memest says so.
+  const Analysis eval = analyze(read_onnx_bytes(graph("aten._native_batch_norm_legit_no_training.default"), "m.onnx"), o);
+  CHECK(eval.inference_export);
+}

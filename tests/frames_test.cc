@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "estimator/frames.h"
+#include "frontends/pystack.h"
 #include "frontends/text_reader.h"
 
 using namespace memest;
@@ -168,4 +169,69 @@ output z
   // ff is mlp's result read by the block's own Add: held until the block returns, at
   // its last node, ln_3.
   CHECK(release[g.find_tensor("ff")] == node_index(g, "h.0.ln_3"));
+}
+
+TEST_CASE("with Python stacks (dynamo exports), a statement's names hold its value until rebound or return") {
+  //   def forward(self, x):        # block
+  //       h = self.ln(x)           # b.py:20
+  //       a = self.fc(h)           # b.py:21
+  //       h = x + a                # b.py:22  rebinds h: ln's output goes after the Add
+  //       return self.out(h)       # b.py:23  a is never rebound: held until the return
+  Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> n @block.ln
+node Relu n -> f @block.fc
+node Add x f -> h1 @block
+node Relu h1 -> z @block.out
+node Relu z -> w @head
+output w
+)");
+  PySource& py = g.python;
+  py.names = {"h", "a"};
+  py.statements = {{"m.py:10", {0}, true}, {"b.py:20", {0}, true}, {"b.py:21", {1}, true},
+                   {"b.py:22", {0}, true}, {"b.py:23", {}, false}, {"m.py:11", {}, false}};
+  py.stacks = {{{0, 0}, {1, 1}}, {{0, 0}, {2, 1}}, {{0, 0}, {3, 1}}, {{0, 0}, {4, 1}}, {{5, 0}}};
+  for (int k = 0; k < 5; ++k) g.nodes[k].py_stack = k;
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("n")] == node_index(g, "block"));
+  CHECK(release[g.find_tensor("f")] == node_index(g, "block.out"));
+  CHECK(release[g.find_tensor("h1")] == -1);  // read by the return statement itself
+}
+
+TEST_CASE("a dynamo stack trace: frames, the names each statement assigns, the module instance") {
+  PySource py;
+  PyStackReader reader(py);
+  const char* trace =
+      "File \"/m.py\", line 10, in forward\n    h = self.block(x)\n"
+      "  File \"/b.py\", line 21, in forward\n    attn_output, w = self.attn(\n"
+      "  File \"/b.py\", line 40, in helper\n    return torch.relu(y)";
+  const std::string ns = ": pkg.Root/block: pkg.Block/block.attn: pkg.Attn/relu: aten.relu.default";
+  const int s = reader.read(trace, ns);
+  REQUIRE(s == 0);
+  const std::vector<PyFrame>& st = py.stacks[0];
+  REQUIRE(st.size() == 3);
+  CHECK(py.statements[st[0].statement].where == "/m.py:10");
+  CHECK(py.statements[st[1].statement].targets.size() == 2);
+  CHECK(py.statements[st[1].statement].binds);
+  CHECK_FALSE(py.statements[st[2].statement].binds);  // return
+  // Frame 1 runs block's forward, frame 2 a function it calls: the same instance.
+  CHECK(st[0].instance != st[1].instance);
+  CHECK(st[1].instance == st[2].instance);
+  CHECK(reader.read(trace, ns) == 0);  // the same trace again: the same stack
+  CHECK(reader.read("", ns) == -1);
+}
+
+TEST_CASE("what a statement's first line assigns") {
+  CHECK(assigned_names("h = self.ln(x)").names == std::vector<std::string>{"h"});
+  CHECK(assigned_names("q, k, v = x.split(d, 2)").names == std::vector<std::string>{"q", "k", "v"});
+  CHECK(assigned_names("(a, b) = f(x)").names == std::vector<std::string>{"a", "b"});
+  CHECK(assigned_names("out: BaseModelOutput = self.transformer(").names == std::vector<std::string>{"out"});
+  CHECK(assigned_names("x += self.drop(y)").names == std::vector<std::string>{"x"});
+  CHECK(assigned_names("y = f(x, dim=-1) if a == b else x").names == std::vector<std::string>{"y"});
+  CHECK_FALSE(assigned_names("return self.out(h)").binds);
+  CHECK_FALSE(assigned_names("self.cache = x").binds);
+  CHECK_FALSE(assigned_names("out[0] = x").binds);
+  CHECK_FALSE(assigned_names("torch.relu_(x)").binds);
+  CHECK_FALSE(assigned_names("if a == b:").binds);
 }

@@ -160,6 +160,17 @@ def _esc(s):
     return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def regression_key(args):
+    """The thresholds.json key of this run: the results file's name, and the models
+    folder when it is not models/ ("h200-torch2.11.jsonl@models/dynamo")."""
+    if len(args.results) != 1:
+        return None
+    name = os.path.basename(args.results[0])
+    if os.path.normpath(args.models_dir) != "models":
+        name += "@" + os.path.normpath(args.models_dir)
+    return name
+
+
 def compare_maxbatch(args, rows):
     """Rows of `validate maxbatch`: memest sweep's largest batch against the measured one.
 
@@ -227,7 +238,7 @@ def compare_maxbatch(args, rows):
     # The bar is every case; the regression limit is what was measured when committed.
     with open(args.thresholds) as f:
         th = json.load(f)
-    name = os.path.basename(args.results[0]) if len(args.results) == 1 else None
+    name = regression_key(args)
     limits = th.get("regression", {}).get(name, {})
     failed = []
     if "min_probe_agree" in limits and agree < limits["min_probe_agree"]:
@@ -378,7 +389,7 @@ def main(argv):
     # The bar is the goal; the regression limits are what was measured when the results
     # were committed. --enforce fails on a regression, and on the bar once it is met.
     bar = th.get("bar", th)
-    name = os.path.basename(args.results[0]) if len(args.results) == 1 else None
+    name = regression_key(args)
     regression = th.get("regression", {}).get(name) if name else None
     missed_bar = check(bar)
     print("bar (%s): %s" % (os.path.relpath(args.thresholds), "met" if not missed_bar else "NOT met: " + "; ".join(missed_bar)))
