@@ -128,10 +128,13 @@ std::function<int()> setup_advise(CLI::App& app) {
         out.peak = e.peak.peak_bytes;
         out.reserved = e.reserved_bytes;
         if (!budget || !search) return;
-        out.max_micro_batch = largest_fitting([&](int64_t b) {
-          progress.update(step + ": trying batch " + std::to_string(b));
-          return fits(a, b, *budget, std::nullopt, nullptr);
-        });
+        out.max_micro_batch = search_fitting(
+                                  [&](int64_t b) {
+                                    progress.update(step + ": trying batch " + std::to_string(b));
+                                    return fits(a, b, *budget, std::nullopt, nullptr);
+                                  },
+                                  [&](int64_t b) { return may_fit_budget(a, b, *budget); })
+                                  .largest;
       };
 
       progress.update("analysing " + o->common.model);

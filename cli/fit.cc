@@ -1,6 +1,8 @@
 // Budget options and the fitting search.
 #include "cli/fit.h"
 
+#include <algorithm>
+
 #include "cli/gpus.h"
 #include "cli/units.h"
 #include "estimator/allocator.h"
@@ -51,6 +53,40 @@ int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max
     (fits_at(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+FitSearch search_fitting(const std::function<bool(int64_t)>& fits_at, const std::function<bool(int64_t)>& may_fit,
+                         int64_t max) {
+  FitSearch r;
+  r.contiguous = r.largest = largest_fitting(fits_at, max);
+  if (r.contiguous == 0 || r.contiguous >= max) return r;
+  // The last value the bound allows: doubling past the contiguous answer, then bisection.
+  int64_t lo = r.contiguous, hi = r.contiguous + 1;
+  while (hi <= max && may_fit(hi)) {
+    lo = hi;
+    hi = lo + std::max<int64_t>(1, lo - r.contiguous) * 2;
+  }
+  if (hi > max) hi = max + 1;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (may_fit(mid) ? lo : hi) = mid;
+  }
+  // From the top down; over a wide range every stride-th value, then the values above
+  // the first that fits, up to the next one tried.
+  const int64_t top = lo, span = top - r.contiguous;
+  const int64_t stride = (span + kMaxScan - 1) / kMaxScan;
+  for (int64_t v = top; v > r.contiguous + 1; v -= stride) {
+    if (!fits_at(v)) continue;
+    r.largest = v;
+    for (int64_t w = std::min(top, v + stride - 1); w > v; --w) {
+      if (fits_at(w)) {
+        r.largest = w;
+        break;
+      }
+    }
+    break;
+  }
+  return r;
 }
 
 }  // namespace memest

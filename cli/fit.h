@@ -34,4 +34,19 @@ bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_
 /// then bisection, about 2*log2(answer) calls. Assumes fitting is monotone in v.
 int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max = kDefaultMaxBatch);
 
+/// Near the cap, fitting is not monotone in the batch: where the caching allocator's
+/// large blocks land changes with every size, on the GPU as in the replay (gpt2_hf
+/// fp16 under 24 GiB runs at 128 and 136 but not at 129 to 135).
+struct FitSearch {
+  int64_t largest = 0;     ///< the largest value that fits
+  int64_t contiguous = 0;  ///< every value up to this one fits
+};
+/// largest_fitting() for `contiguous`; then the values above it that `may_fit` (a
+/// monotone bound: false means nothing from there on fits) allows are tried from the
+/// top down, the first that fits being `largest`. At most kMaxScan tries past the
+/// bound search: wider ranges are sampled, evenly, and refined around the best.
+FitSearch search_fitting(const std::function<bool(int64_t)>& fits_at, const std::function<bool(int64_t)>& may_fit,
+                         int64_t max = kDefaultMaxBatch);
+constexpr int64_t kMaxScan = 48;
+
 }  // namespace memest

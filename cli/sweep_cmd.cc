@@ -29,6 +29,7 @@ std::function<int()> setup_sweep(CLI::App& app) {
     const std::string what = by_dim ? o->sweep_dim : "batch";
     const Analysis* analysis = nullptr;
     int64_t lo = 0;
+    FitSearch found;
     Estimate best;
     {
       Progress progress("sweep");  // erased before the answer prints
@@ -39,12 +40,16 @@ std::function<int()> setup_sweep(CLI::App& app) {
         return by_dim ? fits(a, o->common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
       };
       int tried = 0;
-      lo = largest_fitting(
+      found = search_fitting(
           [&](int64_t v) {
             progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
             return try_value(v, nullptr);
           },
+          [&](int64_t v) {
+            return by_dim ? may_fit_budget(a, o->common.batch, budget, v) : may_fit_budget(a, v, budget);
+          },
           o->max);
+      lo = found.largest;
       if (lo > 0) try_value(lo, &best);
     }
     const Analysis& a = *analysis;
@@ -52,6 +57,8 @@ std::function<int()> setup_sweep(CLI::App& app) {
       nlohmann::json j;
       j["model"] = a.graph.file;
       j[by_dim ? "max_value" : "max_batch"] = lo;
+      // Every value up to this one fits; between it and the largest, not all do.
+      j[by_dim ? "contiguous_max_value" : "contiguous_max_batch"] = found.contiguous;
       if (by_dim) {
         j["dim"] = o->sweep_dim;
         j["batch"] = o->common.batch;
@@ -67,6 +74,11 @@ std::function<int()> setup_sweep(CLI::App& app) {
         std::cout << "Largest " << what << " that fits in " << format_bytes(budget) << ": " << lo << "\n"
                   << "  peak allocated " << format_bytes(best.peak.peak_bytes) << ", reserved "
                   << format_bytes(best.reserved_bytes) << "\n";
+        if (found.contiguous < lo) {
+          std::cout << "  every " << what << " up to " << found.contiguous << " fits; " << found.contiguous + 1
+                    << " does not: near the cap, where the allocator's large blocks land changes with the size,\n"
+                    << "  so not every " << what << " between fits (check the one you pick with `memest check`)\n";
+        }
       }
     }
     return 0;

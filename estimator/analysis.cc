@@ -208,4 +208,12 @@ bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional
   return estimate(a, batch, free_value).peak.peak_bytes <= budget;
 }
 
+bool may_fit_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
+  try {
+    return committed_peak(a.program, bind_dims(a, batch, free_value), a.train.target->alloc_round) <= budget;
+  } catch (const Error& err) {
+    throw err.in_file(a.graph.file);
+  }
+}
+
 }  // namespace memest
