@@ -126,7 +126,8 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
   a.inference_export = looks_inference_exported(g);
   if (a.inference_export) {
     g.warn("the graph looks exported for inference (BatchNormalization in inference mode); training keeps more: "
-           "export with training=TrainingMode.TRAINING, do_constant_folding=False");
+           "call model.train() before torch.onnx.export (with dynamo=False, also pass "
+           "training=TrainingMode.TRAINING, do_constant_folding=False)");
   }
   std::set<std::string> unsupported;
   for (const auto& n : g.nodes) {

@@ -93,7 +93,7 @@ def export_dynamo(entry, model, train):
     return proto
 
 
-def export_entry(entry, out_dir, exporters=("legacy", "dynamo")):
+def export_entry(entry, out_dir, exporters=("legacy", "dynamo"), eval_mode=False):
     import torch
     from validate.onnx_strip import set_metadata, strip_weights
     torch.manual_seed(0)
@@ -117,6 +117,8 @@ def export_entry(entry, out_dir, exporters=("legacy", "dynamo")):
                     if not hasattr(torch, "export"):
                         raise RuntimeError("torch %s has no dynamo exporter" % torch.__version__)
                     try:
+                        if eval_mode:
+                            raise RuntimeError("--eval: exported in eval mode")
                         proto = export_dynamo(entry, model, train=True)
                         how = ("dynamo", "train", DYNAMO_OPSET)
                     except Exception as exc:
@@ -237,6 +239,8 @@ def main(argv):
     p.add_argument("--set", default="zoo", help="zoo (default) or holdout: which model list; holdout files go "
                    "to OUT/holdout/")
     p.add_argument("--exporters", default="legacy,dynamo")
+    p.add_argument("--eval", action="store_true", help="dynamo: export in eval mode, as a user who called "
+                   "model.eval() first would (tests memest's inference-export warning)")
     p.add_argument("--torchscript", default=None, help="also save the tiny traced MLP into this folder")
     p.add_argument("--readme-root", default=None, help="regenerate README.md of this folder (default: models "
                    "if it exists)")
@@ -261,7 +265,7 @@ def main(argv):
                 continue
         t0 = time.time()
         try:
-            r = export_entry(e, args.out, tuple(args.exporters.split(",")))
+            r = export_entry(e, args.out, tuple(args.exporters.split(",")), eval_mode=args.eval)
         except Exception as exc:
             r = {"model": e.name, "status": "failed", "errors": [_one_line(exc)]}
         r["time_s"] = round(time.time() - t0, 1)
