@@ -438,13 +438,24 @@ class Lowering {
     const Expr channels = c.op == "Conv" ? w[0] : w[1] * Expr(c.attr_int("group", 1));
     const std::string bn_module = g_.nodes[conv_index].module;
     const int out = g_.nodes[conv_index].outputs.empty() ? -1 : g_.nodes[conv_index].outputs[0];
-    if (out < 0) return;
+    if (out < 0 || bn_module.empty()) return;
+    static constexpr const char* kSuffixes[] = {".weight", ".bias", ".running_mean", ".running_var"};
+    for (const char* suffix : kSuffixes) {
+      // A tensor of that name already in the graph must be that parameter, as an
+      // earlier restore (a BatchNorm applied twice) left it; else nothing is restored.
+      const int id = g_.find_tensor(bn_module + suffix);
+      if (id < 0) continue;
+      const Tensor& t = g_.tensors[id];
+      const bool same = (t.kind == TensorKind::Parameter || t.kind == TensorKind::Buffer) && t.shape &&
+                        t.shape->size() == 1 && t.shape->front() == channels;
+      if (!same) return;
+    }
     const int mid = g_.new_tensor(g_.tensors[out].name + "_conv");
     std::vector<int> inputs = {mid};
-    for (const char* suffix : {".weight", ".bias", ".running_mean", ".running_var"}) {
+    for (const char* suffix : kSuffixes) {
       const int id = g_.tensor_id(bn_module + suffix);
       Tensor& t = g_.tensors[id];
-      if (t.kind == TensorKind::Activation && t.producer < 0 && !t.shape) {
+      if (!t.shape) {
         t.kind = TensorKind::Parameter;
         t.dtype = DType::F32;
         t.shape = Shape{channels};

@@ -235,3 +235,27 @@ TEST_CASE("what a statement's first line assigns") {
   CHECK_FALSE(assigned_names("torch.relu_(x)").binds);
   CHECK_FALSE(assigned_names("if a == b:").binds);
 }
+
+TEST_CASE("stack traces that are not what the exporter writes are read without harm") {
+  PySource py;
+  PyStackReader reader(py);
+  // Cut short, unterminated quotes, no line, no code, odd bytes, namespaces without types.
+  const char* traces[] = {
+      "File \"", "File \"a.py\", line", "File \"a.py\", line 3, in", "File \"a.py\", line 3, in f\n",
+      "File \"a.py\", line 3, in forward\n    x = (", "File \"a.py\", line 3, in forward\n    = y",
+      "File \"a.py\", line 3, in forward\n    a, = f()\n  File", "\n\n\n", "File \"a.py\", line 3, in forward\n    'x = \"",
+      "File \"a.py\", line 3, in forward\n    x[0], y = z\n", "garbage\x01\x02 File \"b\" , line , in forward"};
+  const char* namespaces[] = {"", "/", ": /: ", "a: b/c", ": pkg.Root/x: T/y: aten.relu.default"};
+  for (const char* t : traces) {
+    for (const char* ns : namespaces) {
+      const int s = reader.read(t, ns);
+      CHECK(s >= -1);
+      if (s >= 0) {
+        for (const PyFrame& f : py.stacks[static_cast<size_t>(s)]) CHECK(f.statement < static_cast<int>(py.statements.size()));
+      }
+    }
+  }
+  CHECK_FALSE(assigned_names("x[0], y = z").binds);  // one target is not a local
+  CHECK(assigned_names("a, = f()").names == std::vector<std::string>{"a"});
+  CHECK_FALSE(assigned_names("= y").binds);
+}
