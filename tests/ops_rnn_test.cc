@@ -61,6 +61,52 @@ TEST_CASE("rnn: GRU and RNN") {
   )"), Error);
 }
 
+TEST_CASE("rnn: an nn.LSTM of two layers is one cuDNN call: one reserve, one workspace") {
+  // The TorchScript exporter's two nodes of module "lstm", layer 0's Y squeezed into
+  // layer 1's X. seq 128, batch 32, hidden 512, fp32: Y = 128 x 32 x 512 elements.
+  Graph g = infer(R"(
+    input x float32 128,32,512
+    param w0 float32 1,2048,512
+    param r0 float32 1,2048,512
+    param w1 float32 1,2048,512
+    param r1 float32 1,2048,512
+    const axis int64 1 = 1
+    node LSTM x w0 r0 -> y0 h0 c0 hidden_size=512 @lstm
+    node Squeeze y0 axis -> x1 @lstm
+    node LSTM x1 w1 r1 -> y1 h1 c1 hidden_size=512 @lstm
+    node Relu y1 -> z @head
+  )");
+  // The call's reserve, (5 + 1) x 2 - 1 = 11 Y measured, is 5 x 2 Y on the first node
+  // and the inner Y that the second keeps as its X: 10 x 2,097,152 elements + 64.
+  CHECK(extras(g, "y0") == "20971584:float32");
+  CHECK(extras(g, "y1") == "");
+  // Workspace, stacked fp32 LSTM: 2 x (4.0002 + 0.023850 x 512) MiB = 33,997,769 bytes,
+  // plus round(6.1553 x 4) = 25 bytes per element of Y: 52,428,800. 86,426,569 bytes
+  // (82.4 MiB; 81.25 MiB measured for this call).
+  const OpInfo* lstm = find_op("", "LSTM");
+  const Node& first = testing::producer(g, "y0");
+  const Node& second = testing::producer(g, "y1");
+  CHECK(lstm->fwd_workspace(g, first, DType::F32, true, false).str() == "86426569");
+  CHECK(lstm->bwd_workspace(g, first, DType::F32, true, false).str() == "86426569");
+  CHECK(lstm->fwd_workspace(g, second, DType::F32, true, false).is_zero());
+  // Under autocast it runs in fp16: 2 x (6.0002 + 0.011925 x 512) MiB = 25,387,702 bytes,
+  // plus 12 bytes per element (round(6.1553 x 2)): 50,553,526 (48.2 MiB; 48.63 measured).
+  CHECK(lstm->fwd_workspace(g, first, DType::F16, true, false).str() == "50553526");
+}
+
+TEST_CASE("rnn: a single layer keeps its own reserve and workspace") {
+  Graph g = infer(R"(
+    input x float16 64,16,256
+    param w float16 1,1024,256
+    param r float16 1,1024,256
+    node LSTM x w r -> y hidden_size=256 @lstm
+  )");
+  CHECK(extras(g, "y") == "1310848:float16");  // 5 x 262,144 + 128
+  // One fp16 layer: 6.0005 + 0.011830 x 256 MiB = 9,467,571 bytes (fixed), plus
+  // round(22.0541 x 2) = 44 bytes x 262,144: 20.03 MiB (20.06 measured at batch 16, seq 64).
+  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).str() == "21001907");
+}
+
 TEST_CASE("rnn: training facts") {
   const OpInfo* lstm = find_op("", "LSTM");
   CHECK(lstm->autocast == Autocast::Lower);
