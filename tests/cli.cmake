@@ -64,6 +64,11 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/models/dynamo/resnet18.onnx)
                    --models distilbert_hf,googlenet,shufflenet_v2_x1_0,squeezenet1_1,mnasnet1_0
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(accuracy_dynamo_holdout PROPERTIES TIMEOUT 600)
+  add_test(NAME accuracy_dynamo_blind
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/blind-h200-torch2.11.jsonl
+                   --models-dir models/dynamo --memest $<TARGET_FILE:memest> --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_dynamo_blind PROPERTIES TIMEOUT 600)
 endif()
 # The largest batch: the GPU searches, with every later probe of a batch counted (the
 # largest batch that ran is the measured one; each probe also tests the fit rule), from
@@ -78,11 +83,14 @@ foreach(dir models models/dynamo)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(accuracy_maxbatch_${tag} PROPERTIES TIMEOUT 600)
 endforeach()
-add_test(NAME accuracy_blind-maxbatch
-         COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/blind-maxbatch-h200-torch2.11.jsonl
-                 --probes ${MEMEST_PROBES} --memest $<TARGET_FILE:memest> --enforce
-         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(accuracy_blind-maxbatch PROPERTIES TIMEOUT 600)
+foreach(dir models models/dynamo)
+  string(REPLACE "/" "_" tag ${dir})
+  add_test(NAME accuracy_blind-maxbatch_${tag}
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/blind-maxbatch-h200-torch2.11.jsonl
+                   --models-dir ${dir} --probes ${MEMEST_PROBES} --memest $<TARGET_FILE:memest> --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_blind-maxbatch_${tag} PROPERTIES TIMEOUT 600)
+endforeach()
 # The blind set and the probes alone: each a test of its own, same regression rule.
 foreach(name maxbatch-probes blind)
   if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/${name}-h200-torch2.11.jsonl)
