@@ -60,16 +60,17 @@ FitSearch search_fitting(const std::function<bool(int64_t)>& fits_at, const std:
   FitSearch r;
   r.contiguous = r.largest = largest_fitting(fits_at, max);
   if (r.contiguous == 0 || r.contiguous >= max) return r;
-  // The last value the bound allows: doubling past the contiguous answer, then bisection.
-  int64_t lo = r.contiguous, hi = r.contiguous + 1;
-  while (hi <= max && may_fit(hi)) {
+  // The window: kScanWindow above the contiguous answer (at least 2), cut to the last
+  // value the bound allows.
+  int64_t lo = r.contiguous;
+  int64_t hi = std::min(max, r.contiguous + std::max<int64_t>(2, r.contiguous / kScanWindow));
+  if (may_fit(hi)) {
     lo = hi;
-    hi = lo + std::max<int64_t>(1, lo - r.contiguous) * 2;
-  }
-  if (hi > max) hi = max + 1;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (may_fit(mid) ? lo : hi) = mid;
+  } else {
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (may_fit(mid) ? lo : hi) = mid;
+    }
   }
   // From the top down; over a wide range every stride-th value, then the values above
   // the first that fits, up to the next one tried.

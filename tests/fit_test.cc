@@ -53,13 +53,22 @@ TEST_CASE("the highest of several islands wins") {
 }
 
 TEST_CASE("a wide range is sampled every stride-th batch, then refined above the first hit") {
-  // 1000 batches between the contiguous answer and the bound: 48 samples 21 apart from
-  // 2000 down, the first hit 1895, then 1896-1915 from the top down: 1900.
+  // Contiguous to 1000: the window reaches 1100, 100 batches, tried 3 apart from 1100
+  // down (at most 48 tries): the first hit is 1064, then 1066 and 1065 above it: 1065.
   Rule r{1000, {}, 2001};
-  for (int64_t b = 1890; b <= 1900; ++b) r.islands.insert(b);
+  for (int64_t b = 1060; b <= 1065; ++b) r.islands.insert(b);
   const FitSearch f = run(r);
-  CHECK(f.largest == 1900);
-  CHECK(r.calls < 2 * 11 + kMaxScan + 21);
+  CHECK(f.largest == 1065);
+  CHECK(r.calls < 2 * 11 + kMaxScan + 3);
+}
+
+TEST_CASE("the search looks no further than a tenth above the contiguous answer") {
+  // gpt2_hf and gpt_mini's islands were within 9%: 1,200 is beyond 1000's window.
+  const FitSearch f = run(Rule{1000, {1200}, 2001});
+  CHECK(f.largest == 1000);
+  // The bound cuts the window: nothing from 1005 on can fit, so 1004 is the top.
+  Rule bounded{1000, {1004}, 1005};
+  CHECK(run(bounded).largest == 1004);
 }
 
 TEST_CASE("nothing fits: 0") {
