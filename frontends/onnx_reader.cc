@@ -416,7 +416,8 @@ class Lowering {
       node.name = n.name;
     }
     node.op = n.op_type;
-    if ((n.op_type == "Conv" || n.op_type == "ConvTranspose") && !n.metadata.empty()) {
+    if ((n.op_type == "Conv" || n.op_type == "ConvTranspose" || n.op_type == "Gemm" || n.op_type == "MatMul") &&
+        !n.metadata.empty()) {
       const std::string_view op = namespace_op(node_metadata(n, "namespace"));
       if (op.starts_with("aten._native_batch_norm_legit") || op.starts_with("aten.batch_norm") ||
           op.starts_with("aten.native_batch_norm") || op.starts_with("aten.cudnn_batch_norm")) {
@@ -425,17 +426,29 @@ class Lowering {
     }
   }
 
-  // The dynamo exporter (torch 2.11) drops a BatchNorm that follows a Conv, training
-  // mode or not, and leaves the Conv with the BatchNorm's metadata and output: put
-  // the BatchNorm back, with parameters and running statistics named after its module
-  // (those the graph signature lists), and the Conv back in its own module.
+  // The dynamo exporter (torch 2.11) drops a BatchNorm that follows a Conv (1-3d) or a
+  // Linear (BatchNorm1d), training mode or not, and leaves the layer with the
+  // BatchNorm's metadata and output: put the BatchNorm back, with parameters and running
+  // statistics named after its module (those the graph signature lists), and the layer
+  // back in its own module.
   void restore_batch_norm(int conv_index, bool training) {
     const Node& c = g_.nodes[conv_index];
     const int weight = c.inputs.size() > 1 ? c.inputs[1] : -1;
     if (weight < 0 || !g_.tensors[weight].shape || g_.tensors[weight].shape->size() < 2) return;
-    // Output channels: W is [C_out, C_in/g, ...] for Conv, [C_in, C_out/g, ...] for ConvTranspose.
+    // Output channels: W is [C_out, C_in/g, ...] for Conv, [C_in, C_out/g, ...] for
+    // ConvTranspose, [out, in] for Gemm with transB (else [in, out]), [in, out] for MatMul.
     const Shape& w = *g_.tensors[weight].shape;
-    const Expr channels = c.op == "Conv" ? w[0] : w[1] * Expr(c.attr_int("group", 1));
+    Expr channels;
+    if (c.op == "Conv") {
+      channels = w[0];
+    } else if (c.op == "ConvTranspose") {
+      channels = w[1] * Expr(c.attr_int("group", 1));
+    } else if (c.op == "Gemm") {
+      channels = c.attr_int("transB", 0) != 0 ? w[0] : w[1];
+    } else {
+      if (w.size() != 2) return;
+      channels = w[1];
+    }
     const std::string bn_module = g_.nodes[conv_index].module;
     const int out = g_.nodes[conv_index].outputs.empty() ? -1 : g_.nodes[conv_index].outputs[0];
     if (out < 0 || bn_module.empty()) return;

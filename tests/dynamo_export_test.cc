@@ -159,3 +159,24 @@ output y
   const Analysis eval = analyze(read_onnx_bytes(graph("aten._native_batch_norm_legit_no_training.default"), "m.onnx"), o);
   CHECK(eval.inference_export);
 }
+
+TEST_CASE("dynamo export: a BatchNorm1d dropped after a Linear is put back too") {
+  // fc -> bn (BatchNorm1d(16)) -> relu, as torch 2.11 exports it: one Gemm with bn's namespace.
+  const std::string ns = ": pkg.Root/bn: torch.nn.modules.batchnorm.BatchNorm1d/_native_batch_norm_legit_functional: "
+                         "aten._native_batch_norm_legit_functional.default";
+  std::string trans_b = lfield(1, "transB") + vfield(3, 1) + vfield(20, 2);  // AttributeProto: name, i, type INT
+  const Graph g = read_onnx_bytes(
+      model(lfield(1, lfield(1, "x") + lfield(1, "fc.weight") + lfield(2, "getitem") + lfield(4, "Gemm") +
+                      lfield(5, trans_b) + lfield(9, entry("namespace", ns))) +
+            lfield(1, lfield(1, "getitem") + lfield(2, "y") + lfield(4, "Relu")) + initializer("fc.weight", {16, 8}) +
+            lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(8)))) +
+            lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(16))))),
+      "m.onnx");
+  REQUIRE(g.nodes.size() == 3);
+  CHECK(g.nodes[0].op == "Gemm");
+  CHECK(g.nodes[0].module == "fc");
+  CHECK(g.nodes[1].op == "BatchNormalization");
+  const Tensor& scale = g.tensors[g.find_tensor("bn.weight")];
+  REQUIRE(scale.shape);
+  CHECK(shape_str(*scale.shape) == "[16]");  // transB: W is [out, in]
+}
