@@ -434,6 +434,15 @@ class Builder {
       }
     }
 
+    // cuDNN's RNN call takes its workspace before the reserve it keeps (GPU traces of
+    // lstm_lm: workspace, reserve, workspace freed).
+    int early_ws = -1;
+    if (info && info->fwd_workspace && info->workspace_first && !eff.empty()) {
+      Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                    channels_last(eff[0].tensor));
+      if (!ws.is_zero()) early_ws = workspace(std::move(ws), k);
+    }
+
     // What autograd keeps for backward.
     if (rg && info && keep_saved) {
       auto& saved = saved_now_[k];
@@ -465,7 +474,8 @@ class Builder {
         }
       }
     }
-    if (info && info->fwd_workspace && !eff.empty()) {
+    if (early_ws >= 0) unref(early_ws);
+    if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {
       Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
                                     channels_last(eff[0].tensor));
       if (!ws.is_zero()) unref(workspace(std::move(ws), k));

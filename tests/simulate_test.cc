@@ -728,3 +728,29 @@ output y
 )", cfg);
   CHECK(partial.graph.nodes[partial.graph.tensors[partial.graph.find_tensor("wr")].producer].op == "Concat");
 }
+
+TEST_CASE("cuDNN's RNN call takes its workspace before the reserve, and frees it after") {
+  // GPU traces of lstm_lm: workspace 81.3 MiB, reserve 88 MiB, workspace freed. Taken
+  // after the reserve, the workspace's segment was where the next iteration's reserve
+  // went, and lstm_lm fp32 Adam reserved 15% less than the GPU.
+  const char* text = R"(
+opset 17
+input x float32 16,batch,32
+param w float32 1,256,32
+param r float32 1,256,64
+node LSTM x w r -> y hidden_size=64 @lstm
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  std::vector<std::string> seq;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0 || a.graph.nodes[b.node].op != "LSTM") continue;
+    if (b.category != Category::Workspace && !(b.category == Category::Activations && ev.kind == Event::Alloc)) continue;
+    seq.push_back(std::string(ev.kind == Event::Alloc ? "+" : "-") + (b.category == Category::Workspace ? "ws" : "act"));
+  }
+  // Y, then the workspace, the reserve (kept), the workspace freed.
+  CHECK(seq == std::vector<std::string>{"+act", "+ws", "+act", "-ws"});
+}

@@ -157,6 +157,9 @@ struct OpInfo {
   /// (convolution, batch norm: the conv-bn-relu block).
   bool overwritable_output = false;
   WorkspaceFn fwd_workspace = nullptr;
+  /// The forward workspace is taken before the saved extras and freed after them
+  /// (cuDNN's RNN: workspace, reserve, workspace freed); else after both.
+  bool workspace_first = false;
   /// Scratch of the input's gradient computation, allocated and freed right after
   /// that gradient (cuDNN's dgrad call; `input_grad` is true).
   WorkspaceFn bwd_data_workspace = nullptr;
