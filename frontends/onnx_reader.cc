@@ -20,6 +20,7 @@
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
 #include "frontends/onnx_schema.h"
+#include "frontends/dynamo_repair.h"
 #include "frontends/onnx_views.h"
 #include "frontends/pystack.h"
 
@@ -70,16 +71,6 @@ std::string_view node_metadata(const NodeView& n, std::string_view key) {
     if (e.key == key) return e.value;
   }
   return {};
-}
-
-// The op a dynamo-exported node came from: the type of its namespace's last component
-// (".../bn1: torch.nn.modules.batchnorm.BatchNorm2d/_native_batch_norm_legit_functional:
-// aten._native_batch_norm_legit_functional.default").
-std::string_view namespace_op(std::string_view ns) {
-  const size_t slash = ns.rfind('/');
-  const std::string_view last = slash == std::string_view::npos ? ns : ns.substr(slash + 1);
-  const size_t colon = last.find(": ");
-  return colon == std::string_view::npos ? std::string_view() : last.substr(colon + 2);
 }
 
 // module_from_scoped_name() for a run of nodes: the path depends only on the name up
@@ -416,88 +407,9 @@ class Lowering {
       node.name = n.name;
     }
     node.op = n.op_type;
-    if ((n.op_type == "Conv" || n.op_type == "ConvTranspose" || n.op_type == "Gemm" || n.op_type == "MatMul") &&
-        !n.metadata.empty()) {
-      const std::string_view op = namespace_op(node_metadata(n, "namespace"));
-      if (op.starts_with("aten._native_batch_norm_legit") || op.starts_with("aten.batch_norm") ||
-          op.starts_with("aten.native_batch_norm") || op.starts_with("aten.cudnn_batch_norm")) {
-        restore_batch_norm(index, op.find("no_training") == std::string_view::npos);
-      }
+    if (!n.metadata.empty() && may_hide_batch_norm(node.op)) {
+      restore_batch_norm(g_, index, namespace_op(node_metadata(n, "namespace")), bn_statistics_);
     }
-  }
-
-  // The dynamo exporter (torch 2.11) drops a BatchNorm that follows a Conv (1-3d) or a
-  // Linear (BatchNorm1d), training mode or not, and leaves the layer with the
-  // BatchNorm's metadata and output: put the BatchNorm back, with parameters and running
-  // statistics named after its module (those the graph signature lists), and the layer
-  // back in its own module.
-  void restore_batch_norm(int conv_index, bool training) {
-    const Node& c = g_.nodes[conv_index];
-    const int weight = c.inputs.size() > 1 ? c.inputs[1] : -1;
-    if (weight < 0 || !g_.tensors[weight].shape || g_.tensors[weight].shape->size() < 2) return;
-    // Output channels: W is [C_out, C_in/g, ...] for Conv, [C_in, C_out/g, ...] for
-    // ConvTranspose, [out, in] for Gemm with transB (else [in, out]), [in, out] for MatMul.
-    const Shape& w = *g_.tensors[weight].shape;
-    Expr channels;
-    if (c.op == "Conv") {
-      channels = w[0];
-    } else if (c.op == "ConvTranspose") {
-      channels = w[1] * Expr(c.attr_int("group", 1));
-    } else if (c.op == "Gemm") {
-      channels = c.attr_int("transB", 0) != 0 ? w[0] : w[1];
-    } else {
-      if (w.size() != 2) return;
-      channels = w[1];
-    }
-    const std::string bn_module = g_.nodes[conv_index].module;
-    const int out = g_.nodes[conv_index].outputs.empty() ? -1 : g_.nodes[conv_index].outputs[0];
-    if (out < 0 || bn_module.empty()) return;
-    static constexpr const char* kSuffixes[] = {".weight", ".bias", ".running_mean", ".running_var"};
-    for (const char* suffix : kSuffixes) {
-      // A tensor of that name already in the graph must be that parameter, as an
-      // earlier restore (a BatchNorm applied twice) left it; else nothing is restored.
-      const int id = g_.find_tensor(bn_module + suffix);
-      if (id < 0) continue;
-      const Tensor& t = g_.tensors[id];
-      const bool same = (t.kind == TensorKind::Parameter || t.kind == TensorKind::Buffer) && t.shape &&
-                        t.shape->size() == 1 && t.shape->front() == channels;
-      if (!same) return;
-    }
-    const int mid = g_.new_tensor(g_.tensors[out].name + "_conv");
-    std::vector<int> inputs = {mid};
-    for (const char* suffix : kSuffixes) {
-      const int id = g_.tensor_id(bn_module + suffix);
-      Tensor& t = g_.tensors[id];
-      if (!t.shape) {
-        t.kind = TensorKind::Parameter;
-        t.dtype = DType::F32;
-        t.shape = Shape{channels};
-        t.module = bn_module;
-      }
-      t.consumers.push_back(conv_index + 1);
-      inputs.push_back(id);
-    }
-    bn_statistics_.push_back(inputs[3]);
-    bn_statistics_.push_back(inputs[4]);
-    Node& conv = g_.nodes[conv_index];
-    conv.outputs[0] = mid;
-    g_.tensors[mid].producer = conv_index;
-    const std::string conv_module = module_from_param_name(g_.tensors[weight].name);
-    if (!conv_module.empty() && conv_module != g_.tensors[weight].name) conv.module = conv_module;
-    Node bn;
-    bn.op = "BatchNormalization";
-    bn.name = conv.name + "_batch_norm";
-    bn.module = bn_module;
-    bn.py_stack = conv.py_stack;
-    bn.autocast_off = conv.autocast_off;
-    bn.inputs = std::move(inputs);
-    bn.outputs = {out};
-    Attribute mode;
-    mode.i = training ? 1 : 0;
-    bn.attrs.emplace("training_mode", std::move(mode));
-    g_.tensors[mid].consumers.push_back(conv_index + 1);
-    g_.tensors[out].producer = conv_index + 1;
-    g_.nodes.push_back(std::move(bn));
   }
 
   // Functions may call functions, 16 deep: without a bound on the calls and nodes

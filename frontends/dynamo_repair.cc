@@ -1,0 +1,92 @@
+// Repairs of what torch's dynamo ONNX exporter drops (dynamo_repair.h).
+#include "frontends/dynamo_repair.h"
+
+namespace memest {
+
+std::string_view namespace_op(std::string_view ns) {
+  const size_t slash = ns.rfind('/');
+  const std::string_view last = slash == std::string_view::npos ? ns : ns.substr(slash + 1);
+  const size_t colon = last.find(": ");
+  return colon == std::string_view::npos ? std::string_view() : last.substr(colon + 2);
+}
+
+bool may_hide_batch_norm(std::string_view op) {
+  return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul";
+}
+
+bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::vector<int>& statistics) {
+  if (!(origin_op.starts_with("aten._native_batch_norm_legit") || origin_op.starts_with("aten.batch_norm") ||
+        origin_op.starts_with("aten.native_batch_norm") || origin_op.starts_with("aten.cudnn_batch_norm"))) {
+    return false;
+  }
+  const bool training = origin_op.find("no_training") == std::string_view::npos;
+  const Node& c = g.nodes[layer];
+  const int weight = c.inputs.size() > 1 ? c.inputs[1] : -1;
+  if (weight < 0 || !g.tensors[weight].shape || g.tensors[weight].shape->size() < 2) return false;
+  // Output channels: W is [C_out, C_in/g, ...] for Conv, [C_in, C_out/g, ...] for
+  // ConvTranspose, [out, in] for Gemm with transB (else [in, out]), [in, out] for MatMul.
+  const Shape& w = *g.tensors[weight].shape;
+  Expr channels;
+  if (c.op == "Conv") {
+    channels = w[0];
+  } else if (c.op == "ConvTranspose") {
+    channels = w[1] * Expr(c.attr_int("group", 1));
+  } else if (c.op == "Gemm") {
+    channels = c.attr_int("transB", 0) != 0 ? w[0] : w[1];
+  } else {
+    if (w.size() != 2) return false;
+    channels = w[1];
+  }
+  const std::string bn_module = g.nodes[layer].module;
+  const int out = g.nodes[layer].outputs.empty() ? -1 : g.nodes[layer].outputs[0];
+  if (out < 0 || bn_module.empty()) return false;
+  static constexpr const char* kSuffixes[] = {".weight", ".bias", ".running_mean", ".running_var"};
+  for (const char* suffix : kSuffixes) {
+    // A tensor of that name already in the graph must be that parameter, as an
+    // earlier restore (a BatchNorm applied twice) left it; else nothing is restored.
+    const int id = g.find_tensor(bn_module + suffix);
+    if (id < 0) continue;
+    const Tensor& t = g.tensors[id];
+    const bool same = (t.kind == TensorKind::Parameter || t.kind == TensorKind::Buffer) && t.shape &&
+                      t.shape->size() == 1 && t.shape->front() == channels;
+    if (!same) return false;
+  }
+  const int mid = g.new_tensor(g.tensors[out].name + "_conv");
+  std::vector<int> inputs = {mid};
+  for (const char* suffix : kSuffixes) {
+    const int id = g.tensor_id(bn_module + suffix);
+    Tensor& t = g.tensors[id];
+    if (!t.shape) {
+      t.kind = TensorKind::Parameter;
+      t.dtype = DType::F32;
+      t.shape = Shape{channels};
+      t.module = bn_module;
+    }
+    t.consumers.push_back(layer + 1);
+    inputs.push_back(id);
+  }
+  statistics.push_back(inputs[3]);
+  statistics.push_back(inputs[4]);
+  Node& conv = g.nodes[layer];
+  conv.outputs[0] = mid;
+  g.tensors[mid].producer = layer;
+  const std::string conv_module = module_from_param_name(g.tensors[weight].name);
+  if (!conv_module.empty() && conv_module != g.tensors[weight].name) conv.module = conv_module;
+  Node bn;
+  bn.op = "BatchNormalization";
+  bn.name = conv.name + "_batch_norm";
+  bn.module = bn_module;
+  bn.py_stack = conv.py_stack;
+  bn.autocast_off = conv.autocast_off;
+  bn.inputs = std::move(inputs);
+  bn.outputs = {out};
+  Attribute mode;
+  mode.i = training ? 1 : 0;
+  bn.attrs.emplace("training_mode", std::move(mode));
+  g.tensors[mid].consumers.push_back(layer + 1);
+  g.tensors[out].producer = layer + 1;
+  g.nodes.push_back(std::move(bn));
+  return true;
+}
+
+}  // namespace memest
