@@ -452,6 +452,38 @@ class Fuser {
     g_.nodes[k].info = find_op("", "Identity");
   }
 
+  // One aten op that the dynamo exporter wrote as several nodes, all named after its
+  // FX node in their namespace (Node::call): GELU's tanh form becomes Mul, Pow, Add,
+  // Tanh... which eager PyTorch runs as one kernel saving only x. The nodes of the call
+  // must read one activation (and scalar constants) and hand one tensor on.
+  void aten_call(const std::vector<int>& nodes, const char* op) {
+    std::vector<int> made;
+    for (int k : nodes) {
+      for (int o : g_.nodes[k].outputs) {
+        if (o >= 0) made.push_back(o);
+      }
+    }
+    auto inside = [&](int t) { return std::find(made.begin(), made.end(), t) != made.end(); };
+    int x = -1, y = -1;
+    for (int k : nodes) {
+      for (int in : g_.nodes[k].inputs) {
+        if (in < 0 || inside(in) || is_scalar_const(in)) continue;
+        if (x >= 0 && in != x) return;
+        x = in;
+      }
+    }
+    for (int t : made) {
+      bool outside = T(t).graph_output;
+      for (int c : consumers(t)) outside |= std::find(nodes.begin(), nodes.end(), c) == nodes.end();
+      if (!outside) continue;
+      if (y >= 0 && t != y) return;
+      y = t;
+    }
+    const int last = nodes.back();
+    if (x < 0 || y < 0 || g_.nodes[last].outputs.empty() || g_.nodes[last].outputs[0] != y) return;
+    replace(last, op, {x}, nodes);
+  }
+
   // x * sigmoid(x).
   void silu(int k) {
     Node& sg = g_.nodes[k];
@@ -490,6 +522,19 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     if (n.op == "Concat") concat.push_back(static_cast<int>(k));
   }
   for (int k : concat) f.weight_reorder(k);
+  // Whole aten calls first: they cover spellings the patterns below do not.
+  if (!g.calls.empty()) {
+    std::vector<std::vector<int>> by_call(g.calls.size());
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      if (!n.dead && n.call >= 0 && g.calls[static_cast<size_t>(n.call)] == "aten.gelu.default") {
+        by_call[static_cast<size_t>(n.call)].push_back(static_cast<int>(k));
+      }
+    }
+    for (const auto& nodes : by_call) {
+      if (nodes.size() > 1) f.aten_call(nodes, "Gelu");
+    }
+  }
   for (int k : erf) f.gelu(k);
   for (int k : sigmoid) f.silu(k);
   if (opts.attention) {

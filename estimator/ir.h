@@ -160,6 +160,9 @@ struct Node {
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
   bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
   int py_stack = -1;              ///< Graph::python.stacks id; -1 when the file has no trace
+  /// Graph::calls id: the one aten op call (dynamo's FX node) this ONNX node is part of,
+  /// when the exporter wrote that call as several nodes; -1 otherwise.
+  int call = -1;
 
   const Attribute* attr(std::string_view key) const { return attrs.find(key); }
   int64_t attr_int(std::string_view key, int64_t dflt) const;
@@ -179,6 +182,8 @@ struct Graph {
   std::vector<int> outputs;
   std::vector<std::string> warnings;  ///< things assumed; shown on stderr and in JSON
   PySource python;                ///< the Python stacks nodes were traced in (Node::py_stack)
+  /// The aten op of each call nodes name in Node::call ("aten.gelu.default").
+  std::vector<std::string> calls;
 
   /// Id of the tensor with this name, creating it if absent.
   int tensor_id(std::string_view name);

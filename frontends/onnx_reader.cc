@@ -359,8 +359,10 @@ class Lowering {
     node.module = module_of(n, scopes_, &node.autocast_off, &node.keeps_locals);
     if (node.module.empty()) node.module = outer_module;
     if (!n.metadata.empty()) {
+      const std::string_view ns = node_metadata(n, "namespace");
       const std::string_view trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
-      if (!trace.empty()) node.py_stack = stacks_.read(trace, node_metadata(n, "namespace"));
+      if (!trace.empty()) node.py_stack = stacks_.read(trace, ns);
+      node.call = aten_call(ns);
     }
     // Outside inlined functions (nearly always) a name is the tensor's own.
     const bool as_is = prefix.empty() && rename.empty();
@@ -469,6 +471,19 @@ class Lowering {
   std::unordered_map<std::string, size_t> function_index_;
   ScopeCache scopes_;
   PyStackReader stacks_{g_.python};  // dynamo exports: the Python stack of each node
+
+  // The Graph::calls id of the namespace's last component ("gelu_3:
+  // aten.gelu.default"): nodes of one FX node share it. -1 without an aten op.
+  int aten_call(std::string_view ns) {
+    const size_t slash = ns.rfind('/');
+    const std::string_view last = slash == std::string_view::npos ? ns : ns.substr(slash + 1);
+    const std::string_view op = namespace_op(ns);
+    if (!op.starts_with("aten.")) return -1;
+    auto [it, fresh] = calls_.try_emplace(std::string(last), static_cast<int>(g_.calls.size()));
+    if (fresh) g_.calls.emplace_back(op);
+    return it->second;
+  }
+  std::unordered_map<std::string, int> calls_;
   int depth_ = 0;
   int inlined_ = 0;
   static constexpr size_t kMaxExpansion = size_t{1} << 18;

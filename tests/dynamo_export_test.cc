@@ -180,3 +180,41 @@ TEST_CASE("dynamo export: a BatchNorm1d dropped after a Linear is put back too")
   REQUIRE(scale.shape);
   CHECK(shape_str(*scale.shape) == "[16]");  // transB: W is [out, in]
 }
+
+TEST_CASE("dynamo export: the nodes of one aten.gelu call are one Gelu, whatever their spelling") {
+  // F.gelu(x, approximate="tanh") at opset 18: x^3, scaled, added, tanh... each node named
+  // after the one FX node in its namespace. Eager PyTorch runs one kernel that keeps x.
+  auto node = [](std::initializer_list<const char*> in, const char* out, const char* op, bool ns) {
+    std::string b;
+    for (const char* i : in) b += lfield(1, i);
+    b += lfield(2, out) + lfield(4, op);
+    if (ns) b += lfield(9, entry("namespace", ": pkg.Root/act: torch.nn.modules.activation.GELU/gelu: aten.gelu.default"));
+    return lfield(1, b);
+  };
+  auto graph = [&](bool ns) {
+    std::string scalars;
+    for (const char* c : {"three", "k", "s", "one", "half"}) scalars += initializer(c, {});
+    return model(node({"x", "three"}, "p", "Pow", ns) + node({"p", "k"}, "pk", "Mul", ns) + node({"x", "pk"}, "a", "Add", ns) +
+                 node({"a", "s"}, "as", "Mul", ns) + node({"as"}, "t", "Tanh", ns) + node({"t", "one"}, "t1", "Add", ns) +
+                 node({"t1", "half"}, "h", "Mul", ns) + node({"x", "h"}, "y", "Mul", ns) + scalars +
+                 lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(64)))) +
+                 lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(64)))));
+  };
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  auto ops = [](const Analysis& a) {
+    int gelu = 0, other = 0;
+    for (const Node& n : a.graph.nodes) {
+      if (n.dead || n.op == "SumLoss") continue;
+      (n.op == "Gelu" ? gelu : other) += 1;
+    }
+    return std::pair{gelu, other};
+  };
+  const Analysis fused = analyze(read_onnx_bytes(graph(true), "m.onnx"), o);
+  CHECK(ops(fused) == std::pair{1, 0});
+  // The same nodes from Python code (transformers' NewGELUActivation, no single aten op)
+  // are separate kernels in eager PyTorch too: left alone.
+  const Analysis apart = analyze(read_onnx_bytes(graph(false), "m.onnx"), o);
+  CHECK(ops(apart).first == 0);
+  CHECK(estimate(fused, 8).peak.peak_bytes < estimate(apart, 8).peak.peak_bytes);
+}
