@@ -17,7 +17,7 @@ namespace memest {
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> cmds = {
       {"estimate", "peak GPU memory of a training step (the default: memest MODEL ...)", setup_estimate},
-      {"sweep", "largest batch (or --sweep dim) that fits a budget or a GPU", setup_sweep},
+      {"sweep", "largest batch (or --sweep dim) that fits a budget or a GPU; near the cap not every smaller one fits, so it also reports the largest up to which all do", setup_sweep},
       {"check", "will this batch fit? exit 0 fits, 1 does not, 2 error", setup_check},
       {"advise", "what-ifs (AMP, checkpointing, accumulation, optimizer) ranked by peak", setup_advise},
       {"ops", "the ops memest knows and what it models for each", setup_ops},

@@ -94,11 +94,12 @@ class ScopeCache {
 };
 
 // With `autocast_off`, also whether one of the node's modules disables autocast.
-std::string module_of(const NodeView& n, ScopeCache& scopes, bool* autocast_off = nullptr, bool* locals = nullptr) {
+// `ns`: the node's "namespace" metadata ("" when none).
+std::string module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes, bool* autocast_off = nullptr,
+                      bool* locals = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
-  const std::string_view ns = n.metadata.empty() ? std::string_view() : node_metadata(n, "namespace");
   if (!ns.empty()) {
     std::string_view module;
     size_t start = 0;
@@ -356,10 +357,12 @@ class Lowering {
     if (!prefix.empty()) count_expansion();
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
-    node.module = module_of(n, scopes_, &node.autocast_off, &node.keeps_locals);
+    // The dynamo exporter's metadata, looked up once: the namespace serves the module
+    // path, the aten call and the BatchNorm repair below.
+    const std::string_view ns = n.metadata.empty() ? std::string_view() : node_metadata(n, "namespace");
+    node.module = module_of(n, ns, scopes_, &node.autocast_off, &node.keeps_locals);
     if (node.module.empty()) node.module = outer_module;
     if (!n.metadata.empty()) {
-      const std::string_view ns = node_metadata(n, "namespace");
       const std::string_view trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
       if (!trace.empty()) node.py_stack = stacks_.read(trace, ns);
       node.call = aten_call(ns);
@@ -410,7 +413,7 @@ class Lowering {
     }
     node.op = n.op_type;
     if (!n.metadata.empty() && may_hide_batch_norm(node.op)) {
-      restore_batch_norm(g_, index, namespace_op(node_metadata(n, "namespace")), bn_statistics_);
+      restore_batch_norm(g_, index, namespace_op(ns), bn_statistics_);
     }
   }
 
@@ -437,7 +440,7 @@ class Lowering {
     for (size_t i = 0; i < f.outputs.size() && i < call.outputs.size(); ++i) {
       rename[std::string(f.outputs[i])] = map_name(call.outputs[i]);
     }
-    std::string module = module_of(call, scopes_);
+    std::string module = module_of(call, call.metadata.empty() ? std::string_view() : node_metadata(call, "namespace"), scopes_);
     if (module.empty()) module = outer_module;
     NodeView body;
     AttrView a, ca;
