@@ -1,6 +1,9 @@
 // Repairs of what torch's dynamo ONNX exporter drops (dynamo_repair.h).
 #include "frontends/dynamo_repair.h"
 
+#include <algorithm>
+#include <map>
+
 namespace memest {
 
 std::string_view namespace_op(std::string_view ns) {
@@ -87,6 +90,62 @@ bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::ve
   g.tensors[out].producer = layer + 1;
   g.nodes.push_back(std::move(bn));
   return true;
+}
+
+namespace {
+
+// The longest dotted prefix two module paths share: "a.b.c", "a.b" -> "a.b".
+std::string common_module(std::string_view a, std::string_view b) {
+  size_t end = 0;  // the end of the shared components
+  for (size_t i = 0;; ++i) {
+    const bool a_end = i == a.size() || a[i] == '.';
+    const bool b_end = i == b.size() || b[i] == '.';
+    if (a_end && b_end) end = i;
+    if (i == a.size() || i == b.size() || a[i] != b[i]) break;
+  }
+  return std::string(a.substr(0, end));
+}
+
+}  // namespace
+
+void place_untraced_nodes(Graph& g) {
+  if (g.python.empty()) return;
+  auto traced = [&](const Node& n) { return !n.dead && n.py_stack >= 0 && n.module != "loss"; };
+  std::map<std::pair<int, size_t>, int> cut;  // (stack, frames kept) -> stack id
+  int prev = -1;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (traced(g.nodes[k])) {
+      prev = static_cast<int>(k);
+      continue;
+    }
+    Node& n = g.nodes[k];
+    if (n.dead || n.py_stack >= 0 || !n.module.empty() || n.op == "Constant" || prev < 0) continue;
+    size_t next = k + 1;
+    while (next < g.nodes.size() && !traced(g.nodes[next])) ++next;
+    const Node& p = g.nodes[static_cast<size_t>(prev)];
+    const std::vector<PyFrame>& ps = g.python.stacks[static_cast<size_t>(p.py_stack)];
+    size_t keep = ps.size();
+    if (next < g.nodes.size()) {
+      const Node& q = g.nodes[next];
+      const std::vector<PyFrame>& qs = g.python.stacks[static_cast<size_t>(q.py_stack)];
+      size_t shared = 0;
+      while (shared < ps.size() && shared < qs.size() && ps[shared].statement == qs[shared].statement &&
+             ps[shared].instance == qs[shared].instance) {
+        ++shared;
+      }
+      keep = std::min(ps.size(), shared + 1);
+      n.module = common_module(p.module, q.module);
+    } else {
+      n.module = p.module;
+    }
+    if (keep == ps.size()) {
+      n.py_stack = p.py_stack;
+      continue;
+    }
+    auto [it, fresh] = cut.try_emplace({p.py_stack, keep}, static_cast<int>(g.python.stacks.size()));
+    if (fresh) g.python.stacks.emplace_back(ps.begin(), ps.begin() + static_cast<std::ptrdiff_t>(keep));
+    n.py_stack = it->second;
+  }
 }
 
 }  // namespace memest

@@ -27,4 +27,13 @@ bool may_hide_batch_norm(std::string_view op);
 /// resnet18 from such a file was 38% under without it.
 bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::vector<int>& statistics);
 
+/// The exporter writes a few nodes with no metadata at all (the Split of
+/// `q, k, v = self.qkv(x).split(d, 2)`, Casts it inserts): no module path, no stack, as if
+/// they ran at the top level, so the views a Split makes looked held until the whole
+/// block returned (gpt_mini: 178 MiB a layer for too long; the GPU frees it when the
+/// attention returns, gtrace). Such a node runs in the statement of the traced node before
+/// it, at the depth that node shares with the traced node after it: it gets the previous
+/// node's frames to one below that shared depth, and the module path the two share.
+void place_untraced_nodes(Graph& g);
+
 }  // namespace memest

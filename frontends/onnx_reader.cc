@@ -588,6 +588,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
   }
   Lowering lowering(g, model, *check);
   lowering.run();
+  place_untraced_nodes(g);
   classify_initializers(g, lowering.bn_statistics());
   if (const auto params = exported_parameters(model)) keep_exported_parameters(g, *params);
   for (const auto& name : declared_buffers(model)) {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "estimator/frames.h"
+#include "frontends/dynamo_repair.h"
 #include "frontends/pystack.h"
 #include "frontends/text_reader.h"
 
@@ -197,6 +198,55 @@ output w
   CHECK(release[g.find_tensor("n")] == node_index(g, "block"));
   CHECK(release[g.find_tensor("f")] == node_index(g, "block.out"));
   CHECK(release[g.find_tensor("h1")] == -1);  // read by the return statement itself
+}
+
+TEST_CASE("dynamo export: a node written without metadata runs in the statement of the traced node before it") {
+  //   x = self.blk(x)                            # m.py:5
+  //     x = x + self.attn(self.ln(x))            # b.py:20   (blk)
+  //       q, k = self.qkv(x).split(4, 1)         # a.py:10   (attn; the exporter writes the
+  //       y = q * k                              # a.py:11    Split with no metadata at all)
+  //       return self.proj(y)                    # a.py:12
+  //     return self.out(x)                       # b.py:21
+  Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+const sizes int64 2 = 4,4
+node Relu x -> h @blk.ln
+node Relu h -> qkv @blk.attn.qkv
+node Split qkv sizes -> q k axis=1
+node Mul q k -> y @blk.attn
+node Relu y -> o @blk.attn.proj
+node Add x o -> x1 @blk
+node Relu x1 -> z @blk.out
+output z
+)");
+  PySource& py = g.python;
+  py.names = {"x", "q", "k", "y"};
+  py.statements = {{"m.py:5", {0}, true},  {"b.py:20", {0}, true}, {"a.py:10", {1, 2}, true}, {"a.py:11", {3}, true},
+                   {"a.py:12", {}, false}, {"b.py:21", {}, false}, {"l.py:1", {}, false}};
+  // Instances: 0 root, 1 blk, 2 ln, 3 attn, 4 qkv, 5 proj, 6 out.
+  py.stacks = {{{0, 0}, {1, 1}, {6, 2}},         {{0, 0}, {1, 1}, {2, 3}, {6, 4}}, {{0, 0}, {1, 1}, {3, 3}},
+               {{0, 0}, {1, 1}, {4, 3}, {6, 5}}, {{0, 0}, {1, 1}},                 {{0, 0}, {5, 1}, {6, 6}}};
+  const int traced[] = {0, 1, -1, 2, 3, 4, 5};
+  REQUIRE(g.nodes.size() == 7);
+  for (int k = 0; k < 7; ++k) g.nodes[k].py_stack = traced[k];
+  const int split = 2;
+  REQUIRE(g.nodes[split].op == "Split");
+  // As read, the pieces look made at the top level and held until blk returns.
+  CHECK(frame_release_nodes(g)[g.find_tensor("q")] == node_index(g, "blk.out"));
+  place_untraced_nodes(g);
+  CHECK(g.nodes[split].module == "blk.attn");
+  REQUIRE(g.nodes[split].py_stack >= 0);
+  const std::vector<PyFrame>& st = py.stacks[static_cast<size_t>(g.nodes[split].py_stack)];
+  REQUIRE(st.size() == 3);  // qkv's frames down to attn's statement, not into qkv
+  CHECK(py.statements[st[2].statement].where == "a.py:10");
+  // Now q and k are attn's locals: held until attn returns (proj), as is qkv's storage.
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("q")] == node_index(g, "blk.attn.proj"));
+  CHECK(release[g.find_tensor("qkv")] == node_index(g, "blk.attn.proj"));
+  // Traced nodes are left as they were.
+  CHECK(g.nodes[split + 1].py_stack == 2);
+  CHECK(g.nodes[split + 1].module == "blk.attn");
 }
 
 TEST_CASE("a dynamo stack trace: frames, the names each statement assigns, the module instance") {

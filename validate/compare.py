@@ -256,7 +256,13 @@ def compare_maxbatch(args, rows):
     jobs = [(r, p) for r, est, err in got if not err for p in r.get("probes", [])
             if p["status"] == "ok" or p["status"].startswith("OOM")]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        verdicts = [v for v in ex.map(probe_one, jobs) if v is not None]
+        results = list(ex.map(probe_one, jobs))
+    verdicts = [v for v in results if v is not None]
+    # The optimistic ones are the dangerous ones: name them.
+    for (r, p), v in zip(jobs, results):
+        if v is not None and v[1] and not v[0]:
+            print("  memest check says batch %d of %s %s fits; the GPU ran out of memory" % (
+                p["batch"], r["model"], r["config"]))
     agree = sum(1 for gpu, mem in verdicts if gpu == mem)
     optimistic = sum(1 for gpu, mem in verdicts if mem and not gpu)
     if verdicts:

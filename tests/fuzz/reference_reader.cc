@@ -22,7 +22,9 @@
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
+#include "frontends/dynamo_repair.h"
 #include "frontends/onnx_reader.h"
+#include "frontends/pystack.h"
 
 namespace memest::reference {
 namespace {
@@ -350,6 +352,8 @@ class Lowering {
     node.domain = dom;
     node.module = module_of(n, scopes_, &node.autocast_off, &node.keeps_locals);
     if (node.module.empty()) node.module = outer_module;
+    const std::string trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
+    if (!trace.empty()) node.py_stack = stacks_.read(trace, node_metadata(n, "namespace"));
     // Outside inlined functions (nearly always) a name is the tensor's own, and a new
     // tensor takes it from the message.
     const bool as_is = prefix.empty() && rename.empty();
@@ -422,6 +426,7 @@ class Lowering {
   onnx::ModelProto& m_;
   std::unordered_map<std::string, const onnx::FunctionProto*> functions_;
   ScopeCache scopes_;
+  PyStackReader stacks_{g_.python};
   int depth_ = 0;
   int inlined_ = 0;
 };
@@ -535,6 +540,7 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
     }
     params = exported_parameters(model.graph());
     Lowering(g, model).run();
+    place_untraced_nodes(g);
     buffers = declared_buffers(model);
   }
   classify_initializers(g);
