@@ -101,3 +101,7 @@ foreach(name maxbatch-probes blind)
     set_tests_properties(accuracy_${name} PROPERTIES TIMEOUT 600)
   endif()
 endforeach()
+# validate/'s own tests (no GPU, no torch): compare, the cuDNN table's fit, the stripper.
+add_test(NAME validate_unit COMMAND ${MEMEST_PYTHON} -m unittest validate.test_validate
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(validate_unit PROPERTIES TIMEOUT 300)

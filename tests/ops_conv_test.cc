@@ -117,13 +117,16 @@ TEST_CASE("conv: training facts") {
 }
 
 // ResNet's stem, from the probe rows of validate/results/kernels-h200-torch2.11.jsonl.
-// The table keeps, per phase, the largest per-sample workspace over the measured batches
-// (ceil of bytes / n). At fp32 that is n=32 for both phases: forward allocates y then a
-// workspace it frees, 122065920 B above y after 512-byte rounding; backward without an
-// input gradient allocates the weight gradient (37632 B) then a workspace, 134522368 B:
-//   fwd       122065920 / 32 = 3814560 B per sample (n=256 gives 976262144 / 256 = 3813524)
-//   bwd_first 134522368 / 32 = 4203824 B per sample (n=256 gives 4037798)
-// The full backward (with grad_input) peaks at the same 4203824 B per sample above its outputs.
+// The table holds, per phase, bytes a + b * N: the line (a, b >= 0) with the least excess
+// over the measured batches that none of them exceeds (validate/cudnn_table.py). The fp32
+// stem was probed at n = 32, 64, 96, 128, 256. Forward allocates y, then a workspace it
+// frees; after 512-byte rounding the transient above y is 122065920 B at n=32 and
+// 976262144 at n=256, and the batches between lie on or above the line through those two:
+//   fwd       b = (976262144 - 122065920) / 224 = 3813376, a = 122065920 - 32 * 3813376 = 37888
+// Backward without an input gradient allocates the weight gradient (37632 B), then a
+// workspace: 134522368 B at n=32, 1033676288 at n=256, again the line through the two:
+//   bwd_first b = (1033676288 - 134522368) / 224 = 4014080, a = 134522368 - 32 * 4014080 = 6071808
+// The full backward (with grad_input) peaks at the same bytes above its outputs.
 const char* kStem = R"(
   opset 17
   input x float32 batch,3,224,224
@@ -137,22 +140,25 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
   const Node& n = producer(g, "y");
   REQUIRE(static_cast<bool>(n.info->fwd_workspace));
   REQUIRE(static_cast<bool>(n.info->bwd_workspace));
-  CHECK(n.info->fwd_workspace(g, n, DType::F32, false, false).str() == "3814560*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, false, false).str() == "4203824*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "4203824*batch");
-  // Under fp16 autocast the conv runs in half: the fp16 rows (weight-only backward at
-  // n=32: 64451584 B / 32), not the fp32 ones.
-  CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).str() == "2014112*batch");
+  CHECK(n.info->fwd_workspace(g, n, DType::F32, false, false).str() == "3813376*batch + 37888");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, false, false).str() == "4014080*batch + 6071808");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "4014080*batch + 6071808");
+  // Under fp16 autocast the conv runs in half: the fp16 rows, not the fp32 ones. Its
+  // weight-only backward measured 128878080, 193103360, 257328640, 514229760 B at n = 64,
+  // 96, 128, 256, on one line (b = (514229760 - 128878080) / 192 = 2007040, a = 427520),
+  // with n = 32's 64451584 below it (64652800): that line.
+  CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).str() == "2007040*batch + 427520");
 
   SUBCASE("a layer near one the table holds borrows its workspace, scaled by activation size") {
     // 225x224 is not in the table; its nearest row of the class (fp32, 7x7, stride 2, dense)
     // is the 224x224 stem. Activation elements per sample (input + output at the stride):
     //   this layer 3*225*224 + 64*225*224/4 = 957600, the stem 3*224*224 + 64*224*224/4 = 953344
-    //   fwd 3814560 * 957600 / 953344 = 3831589.3 -> 3831590; bwd 4203824 * ... = 4222591.1 -> 4222592
+    //   fwd: 3813376 * 957600 / 953344 = 3830400, 37888 * ... = 38057.1 -> 38058
+    //   bwd: 4014080 * ... = 4032000, 6071808 * ... = 6098914.3 -> 6098915
     Graph near = infer("input x float32 batch,3,225,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
     const Node& m = producer(near, "y");
-    CHECK(m.info->fwd_workspace(near, m, DType::F32, true, false).str() == "3831590*batch");
-    CHECK(m.info->bwd_workspace(near, m, DType::F32, true, false).str() == "4222592*batch");
+    CHECK(m.info->fwd_workspace(near, m, DType::F32, true, false).str() == "3830400*batch + 38058");
+    CHECK(m.info->bwd_workspace(near, m, DType::F32, true, false).str() == "4032000*batch + 6098915");
   }
 
   SUBCASE("a layer far from every row, or symbolic sizes: no workspace") {
@@ -174,9 +180,9 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
     Analysis an = analyze(read_text_graph(kStem), o);
     const int64_t B = 8;
     Estimate e = estimate(an, B);
-    // The first layer's backward: weight gradient and a 8 * 4203824 B workspace (both
-    // rounded to 512 B) beside the parameter, the input, the kept output and its gradient.
-    const int64_t ws = round_alloc(8 * 4203824);
+    // The first layer's backward: weight gradient and a 6071808 + 8 * 4014080 B workspace
+    // (both rounded to 512 B) beside the parameter, the input, the kept output and its gradient.
+    const int64_t ws = round_alloc(6071808 + 8 * 4014080);
     CHECK(e.peak.phase == Phase::Backward);
     CHECK(e.peak.components[static_cast<size_t>(Category::Workspace)] == ws);
     int64_t workspaces = 0;
@@ -184,16 +190,20 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
       if (b.category == Category::Workspace) workspaces += b.bytes.eval(e.bindings);
     }
     // Three iterations, each one forward and one backward workspace.
-    CHECK(workspaces == 3 * (B * 3814560 + B * 4203824));
+    CHECK(workspaces == 3 * ((37888 + B * 3813376) + (6071808 + B * 4014080)));
   }
 }
 
 TEST_CASE("conv: backward's two cuDNN calls keep workspaces of their own") {
   // resnet18's layer1 conv (64 -> 64, 56x56, 3x3). The probe at batch 8 records, in
   // order: grad_input, dgrad's workspace of 12,992,528 B (allocated and freed),
-  // grad_weight, wgrad's workspace of 15,057,575 B. Rounded to 512 B and per sample:
-  //   dgrad 12,993,024 / 8 = 1,624,128;  wgrad 15,057,920 / 8 = 1,882,240
-  // (the largest per-sample value over the measured batches; batch 8's is the largest).
+  // grad_weight, wgrad's workspace of 15,057,575 B. Rounded to 512 B: 12,993,024 and
+  // 15,057,920; at batch 256, 411,189,760 and 413,254,656. Each phase's five batches
+  // (8 to 256) lie on one line:
+  //   dgrad b = (411189760 - 12993024) / 248 = 1605632, a = 12993024 - 8 * 1605632 = 147968
+  //   wgrad b = (413254656 - 15057920) / 248 = 1605632, a = 15057920 - 8 * 1605632 = 2212864
+  // Per sample (the largest bytes / n, batch 8's) they were 1,624,128 and 1,882,240: at
+  // batch 256, 5.6 and 58 MiB over.
   Graph g = infer(R"(
     input x float32 batch,64,56,56
     param w float32 64,64,3,3
@@ -201,25 +211,27 @@ TEST_CASE("conv: backward's two cuDNN calls keep workspaces of their own") {
   )");
   const Node& n = producer(g, "y");
   REQUIRE(static_cast<bool>(n.info->bwd_data_workspace));
-  CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).str() == "1624128*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "1882240*batch");
+  CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).str() == "1605632*batch + 147968");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "1605632*batch + 2212864");
 }
 
 }  // namespace
 TEST_CASE("conv: a channels-last input looks up the rows probed channels-last") {
   // ConvNeXt's depthwise 7x7 at 96x56x56, fp32: contiguous, cuDNN's weight gradient
-  // takes 48 B a sample (n=64); channels-last (the block's input is a permute's view),
-  // 9944384 B a sample: 303.5 MiB at batch 32, as the GPU trace of convnext_tiny shows.
+  // takes 3072 B at n=64 and none at n=32: 48 B a sample; channels-last (the block's
+  // input is a permute's view), 318220288 B at n=32 (303.5 MiB, as the GPU trace of
+  // convnext_tiny shows) and 626501632 at n=64: b = 308281344 / 32 = 9633792,
+  // a = 318220288 - 32 * 9633792 = 9938944.
   Graph g = infer(
       "input x float32 batch,96,56,56\nparam w float32 96,1,7,7\n"
       "node Conv x w -> y kernel_shape=7,7 pads=3,3,3,3 group=96");
   const Node& n = producer(g, "y");
   CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "48*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).str() == "9944384*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).str() == "9633792*batch + 9938944");
   // A channels-last layer with no channels-last row near it is looked up as contiguous.
   Graph stem = infer(kStem);
   const Node& s = producer(stem, "y");
-  CHECK(s.info->fwd_workspace(stem, s, DType::F32, false, true).str() == "3814560*batch");
+  CHECK(s.info->fwd_workspace(stem, s, DType::F32, false, true).str() == "3813376*batch + 37888");
 }
 
 }  // namespace memest

@@ -196,5 +196,42 @@ class StripTest(unittest.TestCase):
             self.assertEqual(list(numpy_helper.to_array(inits["shape"])), [-1, 16])
 
 
+class CudnnTableTest(unittest.TestCase):
+    """validate/cudnn_table.py's fit of a + b * N to the probed batches."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "validate"))
+        import cudnn_table
+        self.affine = cudnn_table.affine
+
+    def test_points_on_a_line_give_that_line(self):
+        # resnet18's layer1 dgrad: 12993024 B at n=8, 411189760 at n=256, and 64 on the line.
+        pts = {8: 12993024, 64: 102908416, 256: 411189760}
+        self.assertEqual(self.affine(pts), (147968, 1605632))
+
+    def test_never_under_a_measured_batch(self):
+        # resnet50/18's 3x3 512-channel dgrad at 7x7 (MiB): 15.13, 21.25, 33.5, 74. The line
+        # through n=128 and 256 would cross zero; per sample from n=32 gives 121 MiB at 256.
+        mib = 2**20
+        pts = {32: int(15.13 * mib), 64: int(21.25 * mib), 128: int(33.5 * mib), 256: int(74.0 * mib)}
+        a, b = self.affine(pts)
+        for n, w in pts.items():
+            self.assertGreaterEqual(a + b * n, w)
+        # Through the largest batch's and the smallest's (the least excess), to the bytes
+        # that rounding the slope up adds.
+        self.assertLessEqual(a + b * 256 - pts[256], 256)
+        self.assertLessEqual(a + b * 32 - pts[32], 256)
+        self.assertLess(a + b * 64, 24 * mib)
+
+    def test_a_workspace_that_shrinks_with_the_batch_stays_covered(self):
+        # cuDNN switched engines: 181 MB at n=32, none at 64 and 128. A flat line covers it.
+        pts = {32: 181823583, 64: 0, 128: 0}
+        self.assertEqual(self.affine(pts), (181823583, 0))
+
+    def test_one_batch_is_per_sample(self):
+        self.assertEqual(self.affine({64: 6400}), (0, 100))
+        self.assertEqual(self.affine({64: 6401}), (0, 101))  # rounded up: never under
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -98,8 +98,8 @@ void conv_transpose(ShapeContext& ctx) {
 // before the call returns. Its size depends on the engine cuDNN's heuristics pick
 // (cudnn.benchmark=False), which no closed formula predicts, so memest looks the layer
 // up in a table measured on the target GPU (validate/cudnn_table.py writes it from
-// `validate kernels` probes). Values are bytes per sample, scaled by the input's
-// batch dimension so the batch stays symbolic. A layer not in the table borrows its
+// `validate kernels` probes). Each workspace is a + b * N bytes at batch N (fitted to
+// the batches probed), so the batch stays symbolic. A layer not in the table borrows its
 // nearest neighbour's (cudnn_workspaces); one the table cannot key (1D/3D, SAME
 // padding, symbolic channels or spatial sizes) gets no workspace.
 
@@ -108,8 +108,10 @@ struct CudnnRow {
   int channels_last;  // the input's memory format: 1 NHWC (torch.channels_last), 0 contiguous
   DType dtype;
   int64_t cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw;
-  int64_t n;  // the batch the per-sample values were measured at
-  int64_t fwd, bwd_data, bwd_weight, bwd_first;
+  int64_t n;  // the largest batch probed
+  // Bytes a + b * N at batch N: forward; backward's input-gradient call (dgrad) and
+  // weight-gradient call (wgrad); wgrad alone, for a first layer.
+  int64_t fwd_a, fwd_b, bwd_data_a, bwd_data_b, bwd_weight_a, bwd_weight_b, bwd_first_a, bwd_first_b;
 
   auto key() const {
     return std::tie(transposed, channels_last, dtype, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw);
@@ -166,11 +168,18 @@ std::optional<CudnnRow> layer_of(const Graph& g, const Node& n, DType run, bool 
   return r;
 }
 
-// Per-sample workspace bytes of one layer: forward; backward's input-gradient call
-// (dgrad) and weight-gradient call (wgrad); wgrad alone, for a first layer.
-struct Workspaces {
-  int64_t fwd = 0, bwd_data = 0, bwd_weight = 0, bwd_first = 0;
+// Workspace bytes a + b * N of one call at batch N.
+struct Affine {
+  int64_t a = 0, b = 0;
 };
+// One layer's: forward; dgrad; wgrad; wgrad alone, for a first layer.
+struct Workspaces {
+  Affine fwd, bwd_data, bwd_weight, bwd_first;
+};
+Workspaces workspaces_of(const CudnnRow& r) {
+  return {{r.fwd_a, r.fwd_b}, {r.bwd_data_a, r.bwd_data_b}, {r.bwd_weight_a, r.bwd_weight_b},
+          {r.bwd_first_a, r.bwd_first_b}};
+}
 
 // Grouping type: dense, depthwise (one group per channel), or other grouped.
 int group_kind(const CudnnRow& r) { return r.groups == 1 ? 0 : r.groups == r.cin ? 1 : 2; }
@@ -182,7 +191,7 @@ double activation_size(const CudnnRow& r) {
 // A layer the table holds is answered from its row. Another layer borrows the nearest
 // row of its class (transposed or not, run dtype, kernel height, stride, grouping) when
 // that row is close: squared distance in log2 of input channels, output channels and
-// spatial size at most kNearby. Its per-sample bytes are scaled by the ratio of
+// spatial size at most kNearby. Its bytes (a and b) are scaled by the ratio of
 // activation sizes. cuDNN picks engines per shape, so this is an estimate, not a
 // measurement. Leaving each model's layers out of the table and predicting them from the
 // rest (validate/results/kernels-h200-torch2.11.jsonl, 1,968 layer-batches) cuts the
@@ -197,7 +206,7 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
   auto it = std::lower_bound(rows.begin(), rows.end(), *want,
                              [](const CudnnRow& a, const CudnnRow& b) { return a.key() < b.key(); });
   if (it != rows.end() && it->key() == want->key()) {
-    return Workspaces{it->fwd, it->bwd_data, it->bwd_weight, it->bwd_first};
+    return workspaces_of(*it);
   }
   if (want->cin <= 0 || want->cout <= 0 || want->h * want->w <= 0) return std::nullopt;
   auto lg = [](int64_t v) { return std::log2(static_cast<double>(v)); };
@@ -220,32 +229,36 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
     // Few layers were probed channels-last: one without a near row is taken as contiguous.
     return channels_last ? cudnn_workspaces(g, n, run, false) : std::nullopt;
   }
-  const double scale = activation_size(*want) / activation_size(*best);
-  auto scaled = [&](int64_t v) { return static_cast<int64_t>(std::ceil(static_cast<double>(v) * scale)); };
-  return Workspaces{scaled(best->fwd), scaled(best->bwd_data), scaled(best->bwd_weight), scaled(best->bwd_first)};
+  const double to = activation_size(*want), from = activation_size(*best);
+  auto scaled = [&](Affine w) {
+    auto up = [&](int64_t v) { return static_cast<int64_t>(std::ceil(static_cast<double>(v) * to / from)); };
+    return Affine{up(w.a), up(w.b)};
+  };
+  const Workspaces w = workspaces_of(*best);
+  return Workspaces{scaled(w.fwd), scaled(w.bwd_data), scaled(w.bwd_weight), scaled(w.bwd_first)};
 }
 
-Expr per_sample(const Graph& g, const Node& n, int64_t bytes) {
-  if (bytes == 0) return Expr(0);
-  return Expr(bytes) * (*g.tensors[n.inputs[0]].shape)[0];
+Expr at_batch(const Graph& g, const Node& n, Affine w) {
+  if (w.b == 0) return Expr(w.a);
+  return Expr(w.a) + Expr(w.b) * (*g.tensors[n.inputs[0]].shape)[0];
 }
 
 Expr conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
   const auto w = cudnn_workspaces(g, n, run, channels_last);
-  return w ? per_sample(g, n, w->fwd) : Expr(0);
+  return w ? at_batch(g, n, w->fwd) : Expr(0);
 }
 
 // dgrad's workspace, right after the input's gradient.
 Expr conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
   const auto w = cudnn_workspaces(g, n, run, channels_last);
-  return w ? per_sample(g, n, w->bwd_data) : Expr(0);
+  return w ? at_batch(g, n, w->bwd_data) : Expr(0);
 }
 
 // wgrad's, after the weight's gradient. A first layer (input without gradient)
 // computes the weight's gradient alone.
 Expr conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool input_grad, bool channels_last) {
   const auto w = cudnn_workspaces(g, n, run, channels_last);
-  return w ? per_sample(g, n, input_grad ? w->bwd_weight : w->bwd_first) : Expr(0);
+  return w ? at_batch(g, n, input_grad ? w->bwd_weight : w->bwd_first) : Expr(0);
 }
 
 constexpr const char* kFamily = "conv";
