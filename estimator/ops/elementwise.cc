@@ -309,7 +309,8 @@ constexpr const char* kFamily = "elementwise";
 const OpInfo kOps[] = {
     // Binary arithmetic (torch type promotion: no cast copies).
     {.op = "Add", .family = kFamily, .shape = binary<fold_add, fadd>, .autocast = Autocast::Promote, .grads = "VV",
-     .layout = Layout::Elementwise, .sums_broadcast_grads = true, .note = "a + b; the gradient passes through (broadcast inputs get a sum)"},
+     .layout = Layout::Elementwise, .sums_broadcast_grads = true, .overwritable_output = true,
+     .note = "a + b; the gradient passes through (broadcast inputs get a sum); a ReLU after it may run in place"},
     {.op = "Sub", .family = kFamily, .shape = binary<fold_sub, fsub>, .autocast = Autocast::Promote, .grads = "VA",
      .layout = Layout::Elementwise, .sums_broadcast_grads = true, .note = "a - b; b's gradient is a negated copy"},
     {.op = "Mul", .family = kFamily, .shape = binary<fold_mul, fmul>, .autocast = Autocast::Promote,
