@@ -25,6 +25,13 @@ struct AllocatorResult {
   std::vector<int64_t> granted;  ///< bytes handed out for each block, as counted above (0: never allocated)
 };
 
+/// Which of two free blocks of one size the allocator takes: the lower address. The
+/// addresses cudaMalloc hands out decide it, and they run one way or the other from one
+/// process to the next (two GPU runs of one model in one process went opposite ways).
+/// The model places each new segment below the ones before it (NewestFirst), as in 2 of
+/// 3 traced runs; OldestFirst is the other way.
+enum class SegmentOrder { NewestFirst, OldestFirst };
+
 /// Replays the program's events for concrete dims. With `limit`, segments are
 /// capped as set_per_process_memory_fraction caps them: on a failed cudaMalloc
 /// the allocator frees its cached segments and retries once, then fails.
@@ -43,11 +50,15 @@ struct RawRequest {
   int id;
   int64_t size;
   bool may_fail = false;
+  /// Where the GPU put the segment this request made, when it made one (a trace's
+  /// segment_alloc); -1: where SegmentOrder puts it.
+  int64_t segment_address = -1;
 };
 
 /// Replays a raw request sequence, e.g. one recorded on the GPU, through the same
 /// model: checks the allocator model apart from the simulator that feeds it.
 /// `granted` is indexed by request id.
-AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit = std::nullopt);
+AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit = std::nullopt,
+                                SegmentOrder order = SegmentOrder::NewestFirst);
 
 }  // namespace memest
