@@ -63,5 +63,20 @@ TEST_CASE("activation: training facts") {
   CHECK(std::string(find_op("", "Hardmax")->grads).empty());
 }
 
+TEST_CASE("activation: softmax's backward takes a grad * result temporary; log_softmax's does not") {
+  // SoftMax.cu's softmax_backward_cuda_out: tmp = grad * output, then the kernel. Recorded
+  // with C++ stacks on the H200 (validate/results/attn-bwd-stacks-h200-torch2.11.txt):
+  // _softmax_backward_data allocates grad_input, then mul's temporary, freed before it
+  // returns. [batch, 8, 256, 256] in the dtype it runs in: 4 * 8 * 65536 = 2 MiB a sample
+  // in fp32 (autocast runs softmax in fp32).
+  Graph g = infer("input x float32 batch,8,256,256\nnode Softmax x -> y axis=-1\nnode LogSoftmax x -> z axis=-1");
+  const Node& sm = g.nodes[0];
+  const Node& lsm = g.nodes[1];
+  REQUIRE(static_cast<bool>(sm.info->bwd_data_workspace));
+  CHECK(sm.info->bwd_data_workspace(g, sm, DType::F32, true, false).str() == "2097152*batch");
+  CHECK(sm.info->bwd_data_workspace(g, sm, DType::F16, true, false).str() == "1048576*batch");
+  CHECK_FALSE(static_cast<bool>(lsm.info->bwd_data_workspace));
+}
+
 }  // namespace
 }  // namespace memest

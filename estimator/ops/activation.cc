@@ -24,6 +24,19 @@ void softmax(ShapeContext& ctx) {
   same(ctx);
 }
 
+// softmax's CUDA backward (softmax_backward_cuda_out, SoftMax.cu) computes grad * output
+// into a temporary of the gradient's size, in the dtype it runs in, after allocating
+// the input's gradient, and frees it before returning (recorded with C++ stacks on the
+// H200: grad_input, then mul's temporary, freed inside _softmax_backward_data).
+// log_softmax's backward has no such temporary.
+Expr softmax_backward_product(const Graph& g, const Node& n, DType run, bool, bool) {
+  const Shape* y = n.outputs.empty() || n.outputs[0] < 0 || !g.tensors[n.outputs[0]].shape
+                       ? nullptr
+                       : &*g.tensors[n.outputs[0]].shape;
+  if (!y) return Expr(0);
+  return Expr(dtype_size(run)) * product(*y);
+}
+
 // softsign is x / (1 + |x|) in torch: the division keeps its input-sized denominator.
 std::vector<SavedExtra> softsign_denominator(const Graph& g, const Node& n) {
   const Shape* x = input_shape(g, n, 0);
@@ -67,7 +80,8 @@ const OpInfo kOps[] = {
     {.op = "Shrink", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
      .note = "backward masks by the input"},
     {.op = "Softmax", .family = kFamily, .shape = softmax, .autocast = Autocast::Widen, .saved_outputs = bits({0}),
-     .grads = "A", .note = "backward reads the result; autocast runs it in fp32"},
+     .grads = "A", .bwd_data_workspace = softmax_backward_product,
+     .note = "backward reads the result and takes a grad * result temporary; autocast runs it in fp32"},
     {.op = "LogSoftmax", .family = kFamily, .shape = softmax, .autocast = Autocast::Widen, .saved_outputs = bits({0}),
      .grads = "A", .note = "backward reads the result; autocast runs it in fp32"},
     {.op = "Hardmax", .family = kFamily, .shape = softmax, .autocast = Autocast::None,
