@@ -662,7 +662,9 @@ class Builder {
         first_cublas_call();
         if (i == 0 && info && info->bwd_data_workspace) {
           Expr ws = info->bwd_data_workspace(g_, n, d, true, channels_last(t));
-          if (!ws.is_zero()) unref(workspace(std::move(ws), k));
+          if (!ws.is_zero()) {
+            unref(info->scratch_is_temporary ? alloc(std::move(ws), Category::Temporaries, k) : workspace(std::move(ws), k));
+          }
         }
       }
       if (eff[i].cast) {

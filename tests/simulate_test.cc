@@ -379,6 +379,36 @@ output out
   CHECK(outputs_allocated_by("relu2") == 3);  // s2 is also read by the tail's Add
 }
 
+TEST_CASE("softmax's backward temporary is a temporary, not a workspace cuDNN may do without") {
+  // grad * result, after the input's gradient, freed at once; running out of memory
+  // there fails the step (may_fail is for cuDNN's workspace requests only).
+  const char* text = R"(
+opset 17
+input x float32 batch,4,16
+param w float32 16,16
+node memest::Linear x w -> h @fc
+node Softmax h -> y axis=-1 @sm
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 2);
+  int found = 0;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.phase != Phase::Backward || b.node < 0 || a.graph.nodes[b.node].module != "sm") {
+      continue;
+    }
+    // The input's gradient, then the temporary: both [2, 4, 16] fp32, 512 B.
+    CHECK(b.bytes.eval(e.bindings) == 2 * 4 * 16 * 4);
+    CHECK(b.category == Category::Temporaries);
+    CHECK_FALSE(b.may_fail);
+    ++found;
+  }
+  CHECK(found == 2 * 3);  // two per iteration
+}
+
 TEST_CASE("native_dropout makes its bool mask before its output") {
   // Dropout.cu: mask = empty_like(self, bool), then ret = empty_like(self). The order
   // decides which cached block each lands in (gpt_mini's GPU traces show mask first).

@@ -80,7 +80,7 @@ const OpInfo kOps[] = {
     {.op = "Shrink", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
      .note = "backward masks by the input"},
     {.op = "Softmax", .family = kFamily, .shape = softmax, .autocast = Autocast::Widen, .saved_outputs = bits({0}),
-     .grads = "A", .bwd_data_workspace = softmax_backward_product,
+     .grads = "A", .bwd_data_workspace = softmax_backward_product, .scratch_is_temporary = true,
      .note = "backward reads the result and takes a grad * result temporary; autocast runs it in fp32"},
     {.op = "LogSoftmax", .family = kFamily, .shape = softmax, .autocast = Autocast::Widen, .saved_outputs = bits({0}),
      .grads = "A", .note = "backward reads the result; autocast runs it in fp32"},
