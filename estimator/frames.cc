@@ -245,6 +245,38 @@ std::vector<int> frame_release_nodes(const Graph& g) {
       }
     }
   }
+  // `att = self.drop(F.softmax(att))`: a caller's own value that only another of its own
+  // ops reads, whose result goes straight into a named child's call, is taken to stay
+  // bound until that call returns. Nested calls hold it so (the old `att` is rebound
+  // after the dropout returns), and so does a name never rebound (HF BERT's
+  // attention_scores); only `att = F.softmax(att); att = self.drop(att)` lets go sooner,
+  // which a graph without stacks cannot tell apart. gpt_mini fp32's largest batch from
+  // its TorchScript export, 103 against 119 measured, hung on that hold (GPU trace).
+  if (!stacks) {
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      const Tensor& ten = g.tensors[t];
+      if (ten.kind != TensorKind::Activation || ten.producer < 0 || path_of[ten.producer] < 0) continue;
+      if (g.nodes[ten.producer].op == "Constant" || ten.consumers.empty()) continue;
+      const int own = path_of[ten.producer];
+      int reader = -1;
+      bool only_own = true;
+      for (int c : ten.consumers) {
+        only_own &= path_of[c] == own;
+        reader = std::max(reader, c);
+      }
+      const Node& r = g.nodes[static_cast<size_t>(reader)];
+      if (!only_own || r.outputs.empty() || r.outputs[0] < 0) continue;
+      const Path& p = paths[own];
+      for (int c : g.tensors[r.outputs[0]].consumers) {
+        if (path_of[c] < 0 || paths[path_of[c]].size() <= p.size()) continue;
+        if (common_depth(p, paths[path_of[c]]) != p.size()) continue;
+        if (const size_t callee = first_call_below(comps, paths[path_of[c]], p.size())) {
+          queries.push_back({c, callee, static_cast<int>(t)});
+        }
+        break;
+      }
+    }
+  }
   // `q, k, v = x.split(d, 2)`: the pieces of a split are bound to locals, and as views
   // they keep x's storage until the call the split is in returns.
   for (int k = 0; k < nn; ++k) {

@@ -122,6 +122,36 @@ output z
   CHECK(release[g.find_tensor("qkv")] == node_index(g, "attn.proj"));
 }
 
+TEST_CASE("without stacks, a value whose own reader feeds a child call is held until that call returns") {
+  //   att = att.masked_fill(...)            # own: s
+  //   att = self.drop(F.softmax(att))       # own softmax, then the child drop: s is the old
+  //   y = att @ v                           #   `att`, bound until drop returns
+  const char* text = R"(
+opset 17
+input x float32 batch,8
+node Relu x -> s @attn
+node Softmax s -> p @attn
+node Relu p -> d @attn.drop
+node Relu d -> y @attn
+node Relu x -> s2 @other
+node Softmax s2 -> p2 @other
+node Relu p2 -> y2 @other
+node Add y y2 -> z @head
+output z
+)";
+  Graph g = linked(text);
+  std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("s")] == node_index(g, "attn.drop"));
+  // Its reader's result goes to another own op, not into a child: freed at its last use.
+  CHECK(release[g.find_tensor("s2")] == -1);
+  // With Python stacks the statements decide instead (here: none, so no hold).
+  g.python.names = {"a"};
+  g.python.statements = {{"m.py:1", {0}, true}};
+  g.python.stacks = {{{0, 0}}};
+  release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("s")] == -1);
+}
+
 TEST_CASE("in a module that keeps submodule results in locals, a named child's result lives until it returns") {
   // GPT2Model.forward: inputs_embeds = self.wte(ids); h = inputs_embeds + pos; ...; the
   // embedding stays until the transformer returns (GPU trace of gpt2_hf, batch 114).
