@@ -75,7 +75,7 @@ endif()
 # the zoo's files and from their dynamo exports.
 set(MEMEST_PROBES validate/results/maxbatch-probes-h200-torch2.11.jsonl
     validate/results/maxbatch-probes2-h200-torch2.11.jsonl validate/results/maxbatch-answers-h200-torch2.11.jsonl
-    validate/results/maxbatch-answers2-h200-torch2.11.jsonl)
+    validate/results/maxbatch-answers2-h200-torch2.11.jsonl validate/results/maxbatch-answers3-h200-torch2.11.jsonl)
 foreach(dir models models/dynamo)
   string(REPLACE "/" "_" tag ${dir})
   add_test(NAME accuracy_maxbatch_${tag}
