@@ -661,7 +661,8 @@ class Builder {
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
         first_cublas_call();
         if (i == 0 && info && info->bwd_data_workspace) {
-          Expr ws = info->bwd_data_workspace(g_, n, d, true, channels_last(t));
+          const DType sd = info->scratch_is_temporary && out0 >= 0 ? run_dtype_[out0] : d;
+          Expr ws = info->bwd_data_workspace(g_, n, sd, true, channels_last(t));
           if (!ws.is_zero()) {
             unref(info->scratch_is_temporary ? alloc(std::move(ws), Category::Temporaries, k) : workspace(std::move(ws), k));
           }

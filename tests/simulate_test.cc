@@ -407,6 +407,29 @@ output y
     ++found;
   }
   CHECK(found == 2 * 3);  // two per iteration
+
+  // Under fp16 autocast softmax reads half and writes float: the input's gradient is
+  // half, the temporary (from the float result and its gradient) float.
+  const char* wide = R"(
+opset 17
+input x float32 batch,4,256
+param w float32 256,256
+node memest::Linear x w -> h @fc
+node Softmax h -> y axis=-1 @sm
+output y
+)";
+  cfg.amp = Amp::FP16;
+  Analysis half = analyze_text(wide, cfg);
+  const Estimate eh = estimate(half, 2);
+  std::vector<int64_t> sizes;
+  for (const Event& ev : half.program.events) {
+    const Block& b = half.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
+        half.graph.nodes[b.node].module == "sm") {
+      sizes.push_back(b.bytes.eval(eh.bindings));
+    }
+  }
+  CHECK(sizes == std::vector<int64_t>{2 * 4 * 256 * 2, 2 * 4 * 256 * 4});
 }
 
 TEST_CASE("native_dropout makes its bool mask before its output") {

@@ -25,10 +25,10 @@ void softmax(ShapeContext& ctx) {
 }
 
 // softmax's CUDA backward (softmax_backward_cuda_out, SoftMax.cu) computes grad * output
-// into a temporary of the gradient's size, in the dtype it runs in, after allocating
-// the input's gradient, and frees it before returning (recorded with C++ stacks on the
-// H200: grad_input, then mul's temporary, freed inside _softmax_backward_data).
-// log_softmax's backward has no such temporary.
+// into a temporary of the output's size and dtype (`run`: fp32 under autocast, whose
+// softmax writes float from half), after allocating the input's gradient, and frees it
+// before returning (recorded with C++ stacks on the H200: grad_input, then mul's
+// temporary, freed inside _softmax_backward_data). log_softmax's has no such temporary.
 Expr softmax_backward_product(const Graph& g, const Node& n, DType run, bool, bool) {
   const Shape* y = n.outputs.empty() || n.outputs[0] < 0 || !g.tensors[n.outputs[0]].shape
                        ? nullptr
