@@ -31,6 +31,15 @@ Analysis analyze_text(const char* text, TrainConfig cfg) {
   return analyze(read_text_graph(text), o);
 }
 
+// How many activation blocks (outputs) the nodes of `module` allocated, over all iterations.
+int outputs_allocated_by(const Analysis& a, const char* module) {
+  int count = 0;
+  for (const Block& b : a.program.blocks) {
+    if (b.node >= 0 && a.graph.nodes[b.node].module == module && b.category == Category::Activations) ++count;
+  }
+  return count;
+}
+
 int64_t sum(const std::array<int64_t, kCategoryCount>& c) { return std::accumulate(c.begin(), c.end(), int64_t{0}); }
 int64_t comp(const PeakResult& p, Category c) { return p.components[static_cast<size_t>(c)]; }
 
@@ -333,16 +342,9 @@ output r3
   TrainConfig cfg;
   cfg.loss = Loss::Sum;
   Analysis a = analyze_text(text, cfg);
-  auto outputs_allocated_by = [&](const char* module) {
-    int count = 0;
-    for (const Block& b : a.program.blocks) {
-      if (b.node >= 0 && a.graph.nodes[b.node].module == module && b.category == Category::Activations) ++count;
-    }
-    return count;  // over the three iterations
-  };
-  CHECK(outputs_allocated_by("relu1") == 0);  // in place on batch norm's output
-  CHECK(outputs_allocated_by("relu2") == 3);  // on a Linear's output: one per iteration
-  CHECK(outputs_allocated_by("relu3") == 3);  // the conv's output is also read by batch norm
+  CHECK(outputs_allocated_by(a, "relu1") == 0);  // in place on batch norm's output
+  CHECK(outputs_allocated_by(a, "relu2") == 3);  // on a Linear's output: one per iteration
+  CHECK(outputs_allocated_by(a, "relu3") == 3);  // the conv's output is also read by batch norm
   // In place, the ReLU's output is batch norm's block: [batch, 4, 8, 8] fp32, 1024 B per sample.
   const Estimate e = estimate(a, 2);
   CHECK(e.peak.peak_bytes > 0);
@@ -368,15 +370,8 @@ output out
   TrainConfig cfg;
   cfg.loss = Loss::Sum;
   Analysis a = analyze_text(text, cfg);
-  auto outputs_allocated_by = [&](const char* module) {
-    int count = 0;
-    for (const Block& b : a.program.blocks) {
-      if (b.node >= 0 && a.graph.nodes[b.node].module == module && b.category == Category::Activations) ++count;
-    }
-    return count;  // over the three iterations
-  };
-  CHECK(outputs_allocated_by("relu1") == 0);  // in place on the sum
-  CHECK(outputs_allocated_by("relu2") == 3);  // s2 is also read by the tail's Add
+  CHECK(outputs_allocated_by(a, "relu1") == 0);  // in place on the sum
+  CHECK(outputs_allocated_by(a, "relu2") == 3);  // s2 is also read by the tail's Add
 }
 
 TEST_CASE("softmax's backward temporary is a temporary, not a workspace cuDNN may do without") {
