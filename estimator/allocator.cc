@@ -19,6 +19,10 @@ constexpr int64_t kLargeBuffer = 20 << 20;    // segment for requests under kMin
 constexpr int64_t kMinLargeAlloc = 10 << 20;
 constexpr int64_t kRoundLarge = 2 << 20;
 
+// Where a block lies: its segment's address (SegmentOrder's, or the GPU's), then the
+// offset in the segment.
+using Address = std::pair<int64_t, int64_t>;
+
 // Free blocks ordered by (size, address), as the allocator's BlockComparator orders
 // them. Addresses are the model's (Model::address): which of two free blocks of one
 // size is taken decides where later blocks land. A replay does a best-fit lookup, an
@@ -29,10 +33,6 @@ constexpr int64_t kRoundLarge = 2 << 20;
 // vector per size made each insert and erase shift the entries after it, quadratic on
 // a million-node graph, whose pools hold hundreds of thousands of blocks of one size.
 // A block id is in the pool under one size at a time.
-// Where a block lies: its segment's address (SegmentOrder's, or the GPU's), then the
-// offset in the segment.
-using Address = std::pair<int64_t, int64_t>;
-
 class FreePool {
  public:
   struct Key {
