@@ -98,13 +98,7 @@ void statement_holds(const Graph& g, std::vector<int>& release) {
     first[k + 1] = first[k];
     if (n.dead || n.py_stack < 0 || n.module == "loss" || n.op == "Constant") continue;
     const std::vector<PyFrame>& s = py.stacks[static_cast<size_t>(n.py_stack)];
-    size_t same = 0;  // levels where k continues prev's statement
-    if (prev) {
-      while (same < s.size() && same < prev->size() && s[same].statement == (*prev)[same].statement &&
-             s[same].instance == (*prev)[same].instance) {
-        ++same;
-      }
-    }
+    const size_t same = prev ? shared_frames(s, *prev) : 0;  // levels where k continues prev's statement
     first[k + 1] = first[k] + static_cast<int>(s.size());
     for (size_t d = 0; d < s.size(); ++d) {
       int i, r;

@@ -140,6 +140,12 @@ struct PyFrame {
   int statement;  ///< PySource::statements id: the statement this frame is running
   int instance;   ///< which module's forward (or function called from it) runs the frame
 };
+/// How many outer frames two stacks share: the same statement of the same instance.
+inline size_t shared_frames(const std::vector<PyFrame>& a, const std::vector<PyFrame>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n].statement == b[n].statement && a[n].instance == b[n].instance) ++n;
+  return n;
+}
 struct PySource {
   std::vector<PyStatement> statements;
   std::vector<std::vector<PyFrame>> stacks;  ///< outermost frame first

@@ -128,12 +128,7 @@ void place_untraced_nodes(Graph& g) {
     if (next < g.nodes.size()) {
       const Node& q = g.nodes[next];
       const std::vector<PyFrame>& qs = g.python.stacks[static_cast<size_t>(q.py_stack)];
-      size_t shared = 0;
-      while (shared < ps.size() && shared < qs.size() && ps[shared].statement == qs[shared].statement &&
-             ps[shared].instance == qs[shared].instance) {
-        ++shared;
-      }
-      keep = std::min(ps.size(), shared + 1);
+      keep = std::min(ps.size(), shared_frames(ps, qs) + 1);
       n.module = common_module(p.module, q.module);
     } else {
       n.module = p.module;
