@@ -10,6 +10,9 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   maxbatch    largest batch that trains under a memory budget (binary search)
   context     the CUDA context's reserve (total - free - reserved), in this fresh process
   kernels     scratch memory of single ops (cuDNN workspaces, reductions, attention) and whole-case traces
+  matrix      export a set through every exporter/mode/dynamic-shape variant (issue 17)
+  convprobe   cuDNN convolution workspaces on a random grid of configurations
+  random      list the random models of a seed (validate/randnet.py; measure with --set random:SEED:N)
   compare     run memest on measured cases and report the error
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
 """
@@ -41,6 +44,15 @@ def main(argv):
     if cmd == "kernels":
         from validate import kernels
         return kernels.main(rest)
+    if cmd == "matrix":
+        from validate import matrix
+        return matrix.main(rest)
+    if cmd == "convprobe":
+        from validate import convprobe
+        return convprobe.main(rest)
+    if cmd == "random":
+        from validate import randnet
+        return randnet.main(rest)
     if cmd == "compare":
         from validate import compare
         return compare.main(rest)

@@ -256,11 +256,30 @@ SETS = {"zoo": ZOO, "holdout": HOLDOUT, "blind": BLIND}
 
 
 def lookup(name: str) -> Entry:
-    """A model of any set by name (the names are disjoint)."""
-    for table in (BY_NAME, HOLDOUT_BY_NAME, BLIND_BY_NAME):
+    """A model of any set by name (the names are disjoint); `rndS_I` is a random model."""
+    from validate.corpus import CORPUS_BY_NAME
+    for table in (BY_NAME, HOLDOUT_BY_NAME, BLIND_BY_NAME, CORPUS_BY_NAME):
         if name in table:
             return table[name]
+    if name.startswith("rnd") and "_" in name:
+        from validate import randnet
+        seed, i = name[3:].split("_", 1)
+        return randnet.entry_of(int(seed), int(i))
     raise KeyError(name)
+
+
+def set_entries(set_name: str) -> List[Entry]:
+    """The models of a set: zoo, holdout, blind, corpus, or random:SEED:N."""
+    if set_name == "corpus":
+        from validate.corpus import CORPUS
+        return list(CORPUS)
+    if set_name.startswith("random:"):
+        from validate import randnet
+        seed, n = randnet.parse_set(set_name)
+        return randnet.entries(seed, n)
+    if set_name not in SETS:
+        raise SystemExit("unknown model set %r; known: %s, corpus, random:SEED:N" % (set_name, ", ".join(SETS)))
+    return list(SETS[set_name])
 
 # ---------------------------------------------------------------- configurations
 
@@ -318,11 +337,10 @@ def parse_config(entry: Entry, text: str) -> Config:
 
 
 def select(names: Optional[str], set_name: str = "zoo") -> List[Entry]:
-    if set_name not in SETS:
-        raise SystemExit("unknown model set %r; known: %s" % (set_name, ", ".join(SETS)))
-    pool = {e.name: e for e in SETS[set_name]}
+    entries = set_entries(set_name)
+    pool = {e.name: e for e in entries}
     if not names:
-        return list(SETS[set_name])
+        return entries
     out = []
     for n in names.split(","):
         n = n.strip()
