@@ -143,4 +143,75 @@ void place_untraced_nodes(Graph& g) {
   }
 }
 
+namespace {
+
+// Ops through which a per-channel initializer is a model's own weight (a scale or a
+// shift), not a constant of an op's definition.
+bool is_affine_use(std::string_view op) { return op == "Mul" || op == "Add" || op == "Sub" || op == "Div"; }
+
+// Elements of a tensor whose shape is all constants, or -1.
+int64_t constant_numel(const Tensor& t) {
+  if (!t.shape) return -1;
+  int64_t n = 1;
+  for (const Expr& d : *t.shape) {
+    const auto v = d.as_const();
+    if (!v) return -1;
+    n *= *v;
+  }
+  return n;
+}
+
+}  // namespace
+
+void split_deduplicated_initializers(Graph& g) {
+  constexpr int64_t kMaxDeduplicated = 1 << 16;
+  const size_t n_tensors = g.tensors.size();
+  for (size_t id = 0; id < n_tensors; ++id) {
+    {
+      const Tensor& t = g.tensors[id];
+      if (t.producer >= 0 || (t.kind != TensorKind::Parameter && t.kind != TensorKind::Buffer)) continue;
+      if (!is_floating(t.dtype) || t.consumers.size() < 2) continue;
+      const int64_t numel = constant_numel(t);
+      if (numel <= 1 || numel > kMaxDeduplicated) continue;
+    }
+    // Consumers by module instance, in graph order.
+    std::map<std::string, std::vector<int>> by_module;
+    std::vector<std::string> order;
+    bool affine_only = true, statistic = false;
+    for (int c : g.tensors[id].consumers) {
+      const Node& n = g.nodes[c];
+      if (n.dead) continue;
+      if (n.op == "BatchNormalization") statistic = true;
+      affine_only = affine_only && is_affine_use(n.op);
+      auto [it, fresh] = by_module.try_emplace(n.module);
+      if (fresh) order.push_back(n.module);
+      if (it->second.empty() || it->second.back() != c) it->second.push_back(c);
+    }
+    if (statistic || order.size() < 2) continue;
+    // A folded initializer the signature does not list (addcmul's alpha, as "tmp") is
+    // still the modules' weight when each module scales or shifts by it.
+    const TensorKind kind = g.tensors[id].kind == TensorKind::Buffer && affine_only ? TensorKind::Parameter
+                                                                                    : g.tensors[id].kind;
+    g.tensors[id].kind = kind;
+    g.tensors[id].module = order.front();
+    for (size_t k = 1; k < order.size(); ++k) {
+      const int copy = g.new_tensor(g.tensors[id].name + "#" + order[k]);
+      Tensor& t = g.tensors[copy];
+      const Tensor& orig = g.tensors[id];
+      t.dtype = orig.dtype;
+      t.kind = kind;
+      t.shape = orig.shape;
+      t.declared = orig.declared;
+      t.fvalue = orig.fvalue;
+      t.module = order[k];
+      for (int c : by_module[order[k]]) {
+        for (int& in : g.nodes[c].inputs) {
+          if (in == static_cast<int>(id)) in = copy;
+        }
+      }
+    }
+  }
+  g.relink();
+}
+
 }  // namespace memest

@@ -36,4 +36,15 @@ bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::ve
 /// node's frames to one below that shared depth, and the module path the two share.
 void place_untraced_nodes(Graph& g);
 
+/// The exporter merges initializers of equal contents into one (onnxscript's optimizer):
+/// every LayerNorm weight that is still all ones, every zero bias, timm's layer scales
+/// become one initializer that all those modules read, so memest saw one shared parameter
+/// (and, for a folded one the signature does not list, such as addcmul's alpha, a buffer
+/// whose Mul saves nothing for a gradient): resmlp_12_224 read 17% low. Each module
+/// instance that reads such a small (at most 65,536 elements) floating initializer gets its
+/// own copy, a parameter where the modules scale or shift by it. A weight tied on purpose
+/// (ALBERT's layers) is read by one module instance and stays shared; tied embeddings are
+/// larger than the limit.
+void split_deduplicated_initializers(Graph& g);
+
 }  // namespace memest

@@ -595,6 +595,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
   }
+  if (!g.python.empty()) split_deduplicated_initializers(g);
   return g;
 }
 

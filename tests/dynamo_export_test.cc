@@ -6,6 +6,7 @@
 #include <string>
 
 #include "estimator/analysis.h"
+#include "frontends/dynamo_repair.h"
 #include "frontends/onnx_reader.h"
 #include "frontends/text_reader.h"
 #include "tests/wire_builder.h"
@@ -217,4 +218,42 @@ TEST_CASE("dynamo export: the nodes of one aten.gelu call are one Gelu, whatever
   const Analysis apart = analyze(read_onnx_bytes(graph(false), "m.onnx"), o);
   CHECK(ops(apart).first == 0);
   CHECK(estimate(fused, 8).peak.peak_bytes < estimate(apart, 8).peak.peak_bytes);
+}
+
+TEST_CASE("dynamo export: an initializer the exporter merged across modules is one parameter per module") {
+  // onnxscript's optimizer merges initializers of equal contents: timm's layer scales, a
+  // LayerNorm weight still all ones. ls is read by two blocks (two parameters in torch);
+  // tmp, a folded addcmul alpha the signature does not list, scales in two blocks;
+  // shared is read twice by one module (ALBERT's shared layer) and stays one tensor.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4
+param ls float32 4
+buffer tmp float32 4
+param shared float32 4
+node Mul x ls -> a @blocks.0
+node Mul a ls -> b @blocks.0
+node Mul b ls -> c @blocks.1
+node Mul c tmp -> d @blocks.0.norm
+node Mul d tmp -> e @blocks.1.norm
+node Add e shared -> f @layer
+node Add f shared -> y @layer
+output y
+)");
+  g.relink();
+  split_deduplicated_initializers(g);
+  auto readers = [&](const char* name) {
+    int count = 0;
+    for (const Tensor& t : g.tensors) {
+      if (t.name.rfind(name, 0) == 0 && t.producer < 0 && t.kind == TensorKind::Parameter) ++count;
+    }
+    return count;
+  };
+  CHECK(readers("ls") == 2);
+  CHECK(readers("tmp") == 2);
+  CHECK(readers("shared") == 1);
+  // Each copy belongs to the module that reads it, and the nodes read their own copy.
+  const Node& third = g.nodes[2];
+  CHECK(g.tensors[third.inputs[1]].module == "blocks.1");
+  CHECK(g.nodes[0].inputs[1] == g.nodes[1].inputs[1]);
 }

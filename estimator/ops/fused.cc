@@ -89,6 +89,14 @@ std::vector<SavedExtra> mse_keeps(const Graph& g, const Node& n) {
   return {{product(*in), DType::F32, "fp32 buffer of the input's size, alive with the loss"}};
 }
 
+// native_group_norm keeps mean and rstd per (n, group), in fp32.
+std::vector<SavedExtra> group_norm_stats(const Graph& g, const Node& n) {
+  const auto& in = g.tensors[n.inputs[0]].shape;
+  if (!in || in->empty()) return {};
+  const Expr ng = (*in)[0] * Expr(n.attr_int("num_groups", 1));
+  return {{ng, DType::F32, "group-norm mean"}, {ng, DType::F32, "group-norm rstd"}};
+}
+
 const OpInfo kOps[] = {
     {.op = "Linear", .family = "fused", .shape = shape_linear, .autocast = Autocast::Lower,
      .saved_if_other = bits({0, 1}), .grads = "AAA", .second_grad_first = true, .contiguous_inputs = true,
@@ -104,6 +112,10 @@ const OpInfo kOps[] = {
      .note = "scaled_dot_product_attention's math backend (fp32 with grouped k, v): keeps the TxT softmax"},
     {.op = "Gelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .domain = "memest", .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input"},
+    {.op = "GroupNorm", .family = "fused", .shape = shape_same, .autocast = Autocast::Fp32,
+     .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA", .domain = "memest",
+     .note = "Reshape+InstanceNormalization+Reshape(+Mul+Add): F.group_norm, one kernel keeping input, "
+             "weight and fp32 mean/rstd per (n, group)"},
     {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .domain = "memest", .note = "x*sigmoid(x): nn.SiLU, saves its input"},
     // cross_entropy calls log_softmax(x, dim, x.scalar_type()): autocast's

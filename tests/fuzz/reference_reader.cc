@@ -549,6 +549,7 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
   }
+  if (!g.python.empty()) split_deduplicated_initializers(g);
   return g;
 }
 
