@@ -261,6 +261,9 @@ def lookup(name: str) -> Entry:
     for table in (BY_NAME, HOLDOUT_BY_NAME, BLIND_BY_NAME, CORPUS_BY_NAME):
         if name in table:
             return table[name]
+    if name.startswith(("st_", "sh_")):
+        from validate import sample
+        return sample.entry_of(name)
     if name.startswith("rnd") and "_" in name:
         from validate import randnet
         seed, i = name[3:].split("_", 1)
@@ -273,12 +276,16 @@ def set_entries(set_name: str) -> List[Entry]:
     if set_name == "corpus":
         from validate.corpus import CORPUS
         return list(CORPUS)
+    if set_name.startswith("sample:"):
+        from validate import sample
+        _, seed, n = set_name.split(":")
+        return sample.entries(int(seed), int(n))
     if set_name.startswith("random:"):
         from validate import randnet
         seed, n = randnet.parse_set(set_name)
         return randnet.entries(seed, n)
     if set_name not in SETS:
-        raise SystemExit("unknown model set %r; known: %s, corpus, random:SEED:N" % (set_name, ", ".join(SETS)))
+        raise SystemExit("unknown model set %r; known: %s, corpus, random:SEED:N, sample:SEED:N" % (set_name, ", ".join(SETS)))
     return list(SETS[set_name])
 
 # ---------------------------------------------------------------- configurations
@@ -337,6 +344,9 @@ def parse_config(entry: Entry, text: str) -> Config:
 
 
 def select(names: Optional[str], set_name: str = "zoo") -> List[Entry]:
+    if names and set_name.startswith(("sample:", "random:")):
+        # Drawn sets rebuild each model from its name: no need to draw the set again.
+        return [lookup(n.strip()) for n in names.split(",")]
     entries = set_entries(set_name)
     pool = {e.name: e for e in entries}
     if not names:

@@ -1,0 +1,126 @@
+"""Architectures drawn at random from the libraries (issue 18's blind discipline).
+
+`--set sample:SEED:N` is N models drawn with SEED, on the GPU machine, from what its
+libraries list: timm's model names (at their default input size) and transformers'
+causal-LM and sequence-classification model types (built from the type's default config,
+shrunk: 2 layers, hidden 256, 4 heads, vocab 8000). Names in any of the project's sets
+are left out, and so is a draw that does not build or is too large (over 60 M
+parameters): the next name is drawn instead, so a seed always names the same models on
+the same library versions. A model's name says how to rebuild it (`st_<timm name>`,
+`sh_<model type>_<lm|cls>`), so the measuring worker needs nothing else.
+
+Nothing is tuned on a sample before it is measured and compared once; the next session
+takes it as training data and draws a new one.
+"""
+import random
+
+from validate.zoo import Entry, InputSpec, TargetSpec
+
+MAX_PARAMS = 60_000_000
+SMALL = dict(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, num_key_value_heads=4,
+             intermediate_size=1024, vocab_size=8000, max_position_embeddings=512, n_layer=2, n_embd=256,
+             n_head=4, d_model=256, num_layers=2, num_heads=4, ffn_dim=1024, n_positions=512, head_dim=64)
+
+
+def _timm_entry(name):
+    import timm
+    cfg = timm.get_pretrained_cfg(name)
+    size = tuple(cfg.input_size) if cfg is not None and getattr(cfg, "input_size", None) else (3, 224, 224)
+
+    def build():
+        return timm.create_model(name, pretrained=False)
+    batches = (16, 32) if max(size[1:]) <= 256 else (4, 8)
+    return Entry("st_" + name, build, [InputSpec("input", size)], "ce", TargetSpec((), 1000), batches,
+                 "timm.create_model(%r)" % name, needs="timm", family="sample_timm", subdir="sample")
+
+
+def _hf_config(model_type):
+    import transformers
+    cfg = transformers.AutoConfig.for_model(model_type)
+    for k, v in SMALL.items():
+        if hasattr(cfg, k):
+            setattr(cfg, k, v)
+    for k in ("use_cache",):
+        if hasattr(cfg, k):
+            setattr(cfg, k, False)
+    if hasattr(cfg, "num_labels"):
+        cfg.num_labels = 2
+    if getattr(cfg, "pad_token_id", None) is not None and cfg.pad_token_id >= 8000:
+        cfg.pad_token_id = 0
+    return cfg
+
+
+def _hf_entry(model_type, task):
+    def build():
+        import transformers
+        from validate.corpus import _wrap_logits
+        auto = transformers.AutoModelForCausalLM if task == "lm" else transformers.AutoModelForSequenceClassification
+        return _wrap_logits(auto.from_config(_hf_config(model_type)))
+    name = "sh_%s_%s" % (model_type, task)
+    inp = [InputSpec("input_ids", ("seq",), "int64", 8000)]
+    if task == "lm":
+        return Entry(name, build, inp, "ce", TargetSpec(("seq",), 8000), (4, 8), "transformers %s (small)" % model_type,
+                     dims={"seq": 128}, output_axes={0: "batch", 1: "seq"}, needs="transformers",
+                     family="sample_decoder", subdir="sample")
+    return Entry(name, build, inp, "ce", TargetSpec((), 2), (8, 16), "transformers %s (small)" % model_type,
+                 dims={"seq": 128}, needs="transformers", family="sample_encoder", subdir="sample")
+
+
+def entry_of(name):
+    if name.startswith("st_"):
+        return _timm_entry(name[3:])
+    model_type, task = name[3:].rsplit("_", 1)
+    return _hf_entry(model_type, task)
+
+
+def _known():
+    from validate import zoo
+    from validate.corpus import CORPUS
+    names = set(zoo.BY_NAME) | set(zoo.HOLDOUT_BY_NAME) | set(zoo.BLIND_BY_NAME) | {e.name for e in CORPUS}
+    return names
+
+
+def _candidates():
+    import timm
+    from transformers.models.auto import modeling_auto as ma
+    out = ["st_" + n for n in timm.list_models()]
+    out += ["sh_%s_lm" % t for t in ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES]
+    out += ["sh_%s_cls" % t for t in ma.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES]
+    return sorted(out)
+
+
+def _usable(name):
+    try:
+        e = entry_of(name)
+        import torch
+        with torch.device("meta"):
+            m = e.build()
+        return sum(p.numel() for p in m.parameters()) <= MAX_PARAMS
+    except Exception:
+        return False
+
+
+def draw(seed, n):
+    """N usable model names drawn with `seed` (timm and transformers in proportion 2:1)."""
+    known = _known()
+    cands = [c for c in _candidates() if c[3:] not in known]
+    r = random.Random(seed)
+    timm_c = [c for c in cands if c.startswith("st_")]
+    hf_c = [c for c in cands if c.startswith("sh_")]
+    r.shuffle(timm_c)
+    r.shuffle(hf_c)
+    out = []
+    want_hf = n // 3
+    for pool, k in ((hf_c, want_hf), (timm_c, n - want_hf)):
+        got = 0
+        for c in pool:
+            if got >= k:
+                break
+            if _usable(c):
+                out.append(c)
+                got += 1
+    return out
+
+
+def entries(seed, n):
+    return [entry_of(c) for c in draw(seed, n)]
