@@ -106,3 +106,30 @@ endforeach()
 add_test(NAME validate_unit COMMAND ${MEMEST_PYTHON} -m unittest validate.test_validate
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(validate_unit PROPERTIES TIMEOUT 300)
+
+# The export matrix (issue 17) and the corpus and random models measured on it (issue
+# 18): the committed archive is unpacked once into the build folder, then every file
+# must load with torch's parameter bytes, and each measured set must not get worse than
+# thresholds.json says (the accuracy when it was committed).
+if(EXISTS ${PROJECT_SOURCE_DIR}/models/matrix-h200-torch2.11.tar.xz)
+  set(MEMEST_MATRIX ${CMAKE_BINARY_DIR}/matrix)
+  add_test(NAME matrix_unpack
+           COMMAND ${MEMEST_PYTHON} -m validate matrix-check unpack models/matrix-h200-torch2.11.tar.xz ${MEMEST_MATRIX}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(matrix_unpack PROPERTIES FIXTURES_SETUP matrix)
+  add_test(NAME matrix_loads
+           COMMAND ${MEMEST_PYTHON} -m validate matrix-check loads ${MEMEST_MATRIX} --memest $<TARGET_FILE:memest>
+                   --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(matrix_loads PROPERTIES FIXTURES_REQUIRED matrix TIMEOUT 900)
+  foreach(set corpus random)
+    foreach(variant dynamo-train-dyn legacy-train-dyn)
+      add_test(NAME accuracy_${set}_${variant}
+               COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/${set}-h200-torch2.11.jsonl
+                       --memest $<TARGET_FILE:memest> --models-dir ${MEMEST_MATRIX}/${variant} --skip-missing
+                       --key ${set}-h200-torch2.11.jsonl@${variant} --enforce
+               WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+      set_tests_properties(accuracy_${set}_${variant} PROPERTIES FIXTURES_REQUIRED matrix TIMEOUT 900)
+    endforeach()
+  endforeach()
+endif()
