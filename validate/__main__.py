@@ -13,6 +13,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   matrix      export a set through every exporter/mode/dynamic-shape variant (issue 17)
   convprobe   cuDNN convolution workspaces on a random grid of configurations
   matrix-check  unpack the committed export matrix; check every file loads with torch's parameter bytes
+  families    accuracy per model family from compare --json files
   random      list the random models of a seed (validate/randnet.py; measure with --set random:SEED:N)
   compare     run memest on measured cases and report the error
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
@@ -54,6 +55,9 @@ def main(argv):
     if cmd == "matrix-check":
         from validate import matrix_check
         return matrix_check.main(rest)
+    if cmd == "families":
+        from validate import families
+        return families.main(rest)
     if cmd == "random":
         from validate import randnet
         return randnet.main(rest)
