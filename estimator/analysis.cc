@@ -119,10 +119,30 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
     }
   }
 
+  // A shape the file declares inside the graph in symbols no input has (an exporter's
+  // own names for data-dependent sizes) could never be evaluated: not a fallback.
+  std::set<SymbolId> known = {a.batch, free};
+  for (int in : g.inputs) {
+    for (const auto& d : g.tensors[in].shape.value_or(Shape{})) {
+      for (SymbolId s : d.symbols()) known.insert(s);
+    }
+  }
+  for (auto& t : g.tensors) {
+    if (!t.declared || t.kind == TensorKind::Input) continue;
+    bool foreign = false;
+    for (const auto& d : *t.declared) {
+      for (SymbolId s : d.symbols()) foreign |= !known.count(s);
+    }
+    if (foreign) t.declared.reset();
+  }
   laps.lap(&StageTimes::bind);
   verify_and_sort(g);
   laps.lap(&StageTimes::sort);
-  infer_shapes(g);
+  const std::vector<int> fell_back = infer_shapes(g);
+  for (int t : fell_back) {
+    const Tensor& ten = g.tensors[t];
+    if (ten.shape && (!ten.consumers.empty() || ten.graph_output)) a.fallback_bytes += ten.bytes();
+  }
   a.inference_export = looks_inference_exported(g);
   if (a.inference_export) {
     g.warn("the graph looks exported for inference (BatchNormalization in inference mode); training keeps more: "
