@@ -104,9 +104,13 @@ void fall_back(Graph& g, Node& n, const std::string& why, std::vector<int>& fell
       assumed = true;
     }
   }
-  std::string name = n.name.empty() ? n.op : n.name;
+  if (!n.info) {
+    // Once per op type, whichever way each of its nodes was shaped.
+    g.warn(why + ": its outputs take the shapes the file declares, else its first input's; its backward is "
+                 "assumed to keep every input");
+    return;
+  }
   g.warn(why + (assumed ? " (assumed its outputs are shaped like its first input)" : " (used the shapes the file declares)"));
-  (void)name;
 }
 
 }  // namespace
