@@ -45,6 +45,9 @@ std::function<int()> setup_estimate(CLI::App& app) {
       std::cout << "\n";
     } else {
       for (const auto& w : a.graph.warnings) std::cerr << "memest: warning: " << w << "\n";
+      if (const int64_t fb = a.fallback_bytes.substitute(e.bindings).as_const().value_or(0); fb > 0) {
+        std::cerr << "memest: warning: " << fb << " bytes of tensors rest on assumed shapes (see above)\n";
+      }
       std::cout << estimate_text(a, e, o->depth);
     }
     if (!o->timeline.empty()) write_timeline(o->timeline, a, e);

@@ -396,6 +396,9 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   for (const auto& [k, v] : a.dims) w.field(k, v);
   w.end_object();
   w.field("event", e.peak.event);  // index into the simulated events: the timeline's x at the peak
+  // Bytes of tensors shaped by a fallback (an op memest does not know, a rule that could
+  // not decide): 0 when every shape was derived.
+  w.field("fallback_bytes", a.fallback_bytes.substitute(e.bindings).as_const().value_or(-1));
   w.field("inference_export", a.inference_export);
   w.field("iteration", e.peak.iter + 1);
   std::vector<int64_t> replayed;

@@ -35,6 +35,33 @@ std::set<SymbolId> batch_symbols(const Graph& g) {
   return out;
 }
 
+// A trainable weight is one the outputs depend on differentiably. An initializer the
+// file leaves among the weights (the legacy exporter writes registered buffers as
+// initializers like parameters) that reaches no output through an input that has a
+// gradient (a causal mask read by Slice, Equal and Where's condition) is a buffer:
+// PyTorch gives it no gradient and no optimizer state, and torch's parameter count
+// does not hold it. An op without a table entry is taken as differentiable.
+void demote_untrained_parameters(Graph& g) {
+  std::vector<bool> needed(g.tensors.size(), false);
+  bool outputs = false;
+  for (size_t t = 0; t < g.tensors.size(); ++t) outputs |= needed[t] = g.tensors[t].graph_output;
+  if (!outputs) return;  // a graph that names no output: nothing to tell weights from buffers by
+  for (size_t k = g.nodes.size(); k-- > 0;) {
+    const Node& n = g.nodes[k];
+    if (n.dead) continue;
+    bool any = false;
+    for (int out : n.outputs) any |= out >= 0 && needed[out] && is_floating(g.tensors[out].dtype);
+    if (!any) continue;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] >= 0 && (!n.info || n.info->grad_of(i) != 'N')) needed[n.inputs[i]] = true;
+    }
+  }
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    Tensor& ten = g.tensors[t];
+    if (ten.kind == TensorKind::Parameter && !needed[t] && !ten.consumers.empty()) ten.kind = TensorKind::Buffer;
+  }
+}
+
 Accounting account(const Graph& g) {
   Accounting a;
   for (const auto& t : g.tensors) {
@@ -119,10 +146,31 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
     }
   }
 
+  // A shape the file declares inside the graph in symbols no input has (an exporter's
+  // own names for data-dependent sizes) could never be evaluated: not a fallback.
+  std::set<SymbolId> known = {a.batch, free};
+  for (int in : g.inputs) {
+    for (const auto& d : g.tensors[in].shape.value_or(Shape{})) {
+      for (SymbolId s : d.symbols()) known.insert(s);
+    }
+  }
+  for (auto& t : g.tensors) {
+    if (!t.declared || t.kind == TensorKind::Input) continue;
+    bool foreign = false;
+    for (const auto& d : *t.declared) {
+      for (SymbolId s : d.symbols()) foreign |= !known.count(s);
+    }
+    if (foreign) t.declared.reset();
+  }
   laps.lap(&StageTimes::bind);
   verify_and_sort(g);
   laps.lap(&StageTimes::sort);
-  infer_shapes(g);
+  const std::vector<int> fell_back = infer_shapes(g);
+  demote_untrained_parameters(g);
+  for (int t : fell_back) {
+    const Tensor& ten = g.tensors[t];
+    if (ten.shape && (!ten.consumers.empty() || ten.graph_output)) a.fallback_bytes += ten.bytes();
+  }
   a.inference_export = looks_inference_exported(g);
   if (a.inference_export) {
     g.warn("the graph looks exported for inference (BatchNormalization in inference mode); training keeps more: "

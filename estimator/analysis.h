@@ -41,6 +41,9 @@ struct Analysis {
   Accounting accounting;
   int fused = 0;
   std::vector<std::string> unsupported;  ///< op types with no table entry
+  /// Bytes of the tensors whose shapes the shape pass assumed (an unsupported op, a rule
+  /// that could not decide): how much of the estimate rests on a fallback.
+  Expr fallback_bytes;
   bool inference_export = false;         ///< BatchNorm in inference mode, no Dropout: a hint to the user
 };
 

@@ -262,6 +262,113 @@ std::string Expr::str() const {
   return out;
 }
 
+namespace {
+
+// Recursive descent over sum := term (('+'|'-') term)*, term := factor ('*' factor)*,
+// factor := integer | name | '(' sum ')' | '-' factor.
+class ExprParser {
+ public:
+  explicit ExprParser(std::string_view s) : s_(s) {}
+  std::optional<Expr> parse() {
+    auto e = sum();
+    skip();
+    if (!e || i_ != s_.size()) return std::nullopt;
+    return e;
+  }
+
+ private:
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t')) ++i_;
+  }
+  bool eat(char c) {
+    skip();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  std::optional<Expr> sum() {
+    auto e = term();
+    while (e) {
+      if (eat('+')) {
+        auto t = term();
+        if (!t) return std::nullopt;
+        *e = *e + *t;
+      } else if (eat('-')) {
+        auto t = term();
+        if (!t) return std::nullopt;
+        *e = *e - *t;
+      } else {
+        break;
+      }
+    }
+    return e;
+  }
+  std::optional<Expr> term() {
+    auto e = factor();
+    while (e && eat('*')) {
+      if (i_ < s_.size() && s_[i_] == '*') return std::nullopt;  // '**' is a power: not ours
+      auto f = factor();
+      if (!f) return std::nullopt;
+      *e = *e * *f;
+    }
+    return e;
+  }
+  std::optional<Expr> factor() {
+    if (++depth_ > 64) return std::nullopt;
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
+    skip();
+    if (i_ >= s_.size()) return std::nullopt;
+    const char c = s_[i_];
+    if (eat('(')) {
+      auto e = sum();
+      if (!e || !eat(')')) return std::nullopt;
+      return e;
+    }
+    if (eat('-')) {
+      auto f = factor();
+      if (!f) return std::nullopt;
+      return Expr(0) - *f;
+    }
+    if (c >= '0' && c <= '9') {
+      int64_t v = 0;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[i_] - '0', &v)) return std::nullopt;
+        ++i_;
+      }
+      return Expr(v);
+    }
+    auto word = [](char x, bool first) {
+      return x == '_' || (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') || (!first && ((x >= '0' && x <= '9') || x == '.'));
+    };
+    if (!word(c, true)) return std::nullopt;
+    const size_t start = i_;
+    while (i_ < s_.size() && word(s_[i_], false)) ++i_;
+    const std::string name(s_.substr(start, i_ - start));
+    skip();
+    if (i_ < s_.size() && s_[i_] == '(') return std::nullopt;  // a function: floor(...), Max(...)
+    return Expr::symbol(name);
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+std::optional<Expr> parse_expr(std::string_view text) {
+  try {
+    return ExprParser(text).parse();
+  } catch (const Error&) {
+    return std::nullopt;  // overflow
+  }
+}
+
 Expr product(const std::vector<Expr>& dims) {
   Expr p(1);
   for (const auto& d : dims) p = p * d;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memest {
@@ -130,6 +131,12 @@ class Expr {
   SymbolId sym_ = kNoSymbol;
   std::unique_ptr<Terms> terms_;
 };
+
+/// Parses a dimension written as a polynomial: integers, symbol names, + - * and
+/// parentheses ("64*batch", "s0*s1 + 1", "2*(seq - 1)"); nullopt for anything else
+/// (division, Max(...), floor(...)), which an exporter writes for values it could
+/// not simplify. What str() prints parses back to the same expression.
+std::optional<Expr> parse_expr(std::string_view text);
 
 /// Product of dims (element count); a scalar (no dims) is 1.
 Expr product(const std::vector<Expr>& dims);

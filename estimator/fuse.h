@@ -12,7 +12,8 @@ struct FuseOptions {
 
 /// Runs after infer_shapes, on the links verify_and_sort() made (the shape pass keeps
 /// them), and leaves them as Graph::relink() would. Rewrites: MatMul(+Transpose of a weight)+Add(bias) -> Linear;
-/// the attention pattern -> Attention; the erf GELU -> Gelu; x*sigmoid(x) -> Silu.
+/// the attention pattern -> Attention; the erf GELU -> Gelu; x*sigmoid(x) -> Silu;
+/// layer_norm spelled out below opset 17 -> LayerNormalization.
 /// Returns how many patterns were rewritten.
 int fuse_patterns(Graph& g, const FuseOptions& opts = {});
 

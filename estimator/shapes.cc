@@ -85,11 +85,13 @@ bool inputs_known(const Graph& g, const Node& n) {
 }
 
 // When no rule decides: the file's declared shape, else input 0's, and say so.
-void fall_back(Graph& g, Node& n, const std::string& why) {
+// Appends the outputs it shaped to `fell_back`.
+void fall_back(Graph& g, Node& n, const std::string& why, std::vector<int>& fell_back) {
   bool assumed = false;
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     int out = n.outputs[k];
     if (out < 0 || g.tensors[out].shape) continue;
+    fell_back.push_back(out);
     Tensor& t = g.tensors[out];
     if (t.declared) {
       t.shape = t.declared;
@@ -102,24 +104,29 @@ void fall_back(Graph& g, Node& n, const std::string& why) {
       assumed = true;
     }
   }
-  std::string name = n.name.empty() ? n.op : n.name;
+  if (!n.info) {
+    // Once per op type, whichever way each of its nodes was shaped.
+    g.warn(why + ": its outputs take the shapes the file declares, else its first input's; its backward is "
+                 "assumed to keep every input");
+    return;
+  }
   g.warn(why + (assumed ? " (assumed its outputs are shaped like its first input)" : " (used the shapes the file declares)"));
-  (void)name;
 }
 
 }  // namespace
 
-void infer_shapes(Graph& g) {
+std::vector<int> infer_shapes(Graph& g) {
+  std::vector<int> fell_back;
   for (auto& n : g.nodes) {
     if (n.dead) continue;
     if (!n.info) n.info = find_op(n.domain, n.op);
     auto where = [&n] { return n.name.empty() ? n.op : n.name; };
     if (!n.info || !n.info->shape) {
-      fall_back(g, n, "unsupported op " + (n.domain.empty() ? "" : n.domain + "::") + n.op);
+      fall_back(g, n, "unsupported op " + (n.domain.empty() ? "" : n.domain + "::") + n.op, fell_back);
       continue;
     }
     if (!inputs_known(g, n)) {
-      fall_back(g, n, "shape of an input of " + where() + " is unknown");
+      fall_back(g, n, "shape of an input of " + where() + " is unknown", fell_back);
       continue;
     }
     try {
@@ -130,8 +137,9 @@ void infer_shapes(Graph& g) {
     }
     bool missing = false;
     for (int out : n.outputs) missing |= out >= 0 && !g.tensors[out].shape;
-    if (missing) fall_back(g, n, n.op + " at " + where() + " left an output shape undecided");
+    if (missing) fall_back(g, n, n.op + " at " + where() + " left an output shape undecided", fell_back);
   }
+  return fell_back;
 }
 
 }  // namespace memest

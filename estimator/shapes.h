@@ -11,7 +11,8 @@ void verify_and_sort(Graph& g);
 
 /// Looks up each node's OpInfo and runs its shape rule. Unknown ops and rules
 /// that cannot decide fall back to the file's declared shape, or to input 0's
-/// shape, and say so in g.warnings. Throws Error only for contradictions.
-void infer_shapes(Graph& g);
+/// shape, and say so in g.warnings (once per op type). Throws Error only for
+/// contradictions. Returns the tensors whose shapes came from a fallback.
+std::vector<int> infer_shapes(Graph& g);
 
 }  // namespace memest

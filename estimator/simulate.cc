@@ -473,6 +473,15 @@ class Builder {
           saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, k));
         }
       }
+    } else if (rg && !info && keep_saved) {
+      // An op memest has no entry for: assume its backward reads every input, the most
+      // it could keep short of its own outputs, so the estimate errs high.
+      auto& saved = saved_now_[k];
+      for (const auto& in : eff) {
+        if (in.tensor < 0 || in.block < 0) continue;
+        ref(in.block);
+        saved.push_back(in.block);
+      }
     }
     if (early_ws >= 0) unref(early_ws);
     if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {

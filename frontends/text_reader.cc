@@ -127,8 +127,10 @@ class LineParser {
 
   Expr dim(const std::string& s) const {
     if (auto v = parse_int(s)) return Expr(*v);
-    want(is_identifier(s), "bad dimension '" + s + "': expected an integer or a symbol name");
-    return Expr::symbol(s);
+    if (is_identifier(s)) return Expr::symbol(s);
+    auto e = parse_expr(s);
+    want(e.has_value(), "bad dimension '" + s + "': expected an integer, a symbol name or a product like 64*batch");
+    return *e;
   }
 
   Shape dims(const std::string& s) const {

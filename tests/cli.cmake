@@ -15,6 +15,11 @@ add_test(NAME cli_params_exact
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_params_exact PROPERTIES TIMEOUT 300)
 
+add_test(NAME cli_exports
+         COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/exports_test.py $<TARGET_FILE:memest>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_exports PROPERTIES TIMEOUT 300)
+
 if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py)
   add_test(NAME cli_golden
            COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py $<TARGET_FILE:memest>

@@ -284,6 +284,129 @@ TEST_CASE("shape: Expand, Tile, Pad") {
   CHECK(shape(old, "y") == "[5, 4]");
 }
 
+// torch 1.13's legacy exporter spells F.pad(x, (2, 0)) on [batch, 128, seq] as a pad
+// table: [2, 0] padded with zeros to 2 * rank entries, reshaped to [rank, 2], read
+// backwards (Slice step -1), transposed and flattened. Hand-derived: the table rows
+// (2,0),(0,0),(0,0) reversed are (0,0),(0,0),(2,0); transposed [[0,0,2],[0,0,0]].
+TEST_CASE("shape: legacy F.pad's pad table folds through Reshape, Slice -1 and Transpose") {
+  Graph g = infer(R"(
+    opset 13
+    input x float32 batch,128,seq
+    const p int64 2 = 2,0
+    const rank2 int64 - = 6
+    node Shape p -> ps
+    const z int64 1 = 0
+    node Gather ps z -> plen
+    node Sub rank2 plen -> nz
+    node Unsqueeze nz z -> nz1
+    node ConstantOfShape nz1 -> zeros value=tensor:int64:1:0
+    node Concat p zeros -> all axis=0
+    const rows int64 2 = -1,2
+    node Reshape all rows -> tab
+    const st int64 1 = -1
+    const en int64 1 = -9223372036854775807
+    const ax int64 1 = 0
+    const step int64 1 = -1
+    node Slice tab st en ax step -> rev
+    node Transpose rev -> tr perm=1,0
+    const flat int64 1 = -1
+    node Reshape tr flat -> pads
+    node Pad x pads -> y
+  )");
+  CHECK(value(g, "tab") == "[2, 0, 0, 0, 0, 0]");
+  CHECK(shape(g, "rev") == "[3, 2]");
+  CHECK(value(g, "rev") == "[0, 0, 0, 0, 2, 0]");
+  CHECK(value(g, "tr") == "[0, 0, 2, 0, 0, 0]");
+  CHECK(shape(g, "y") == "[batch, 128, seq + 2]");
+  CHECK(g.warnings.empty());
+}
+
+TEST_CASE("shape: contents of small tensors fold through every indexing op") {
+  Graph g = infer(R"(
+    input x float32 batch,seq,64
+    node Shape x -> s
+    const rs int64 2 = 1,3
+    node Reshape s rs -> row
+    node Concat row row -> two axis=0
+    const i1 int64 1 = 1
+    node Gather two i1 -> g1 axis=1
+    const tgt int64 2 = 2,3
+    node Expand row tgt -> ex
+    const reps int64 2 = 2,1
+    node Tile row reps -> ti
+    node ReduceSum two i1 -> rsum keepdims=0
+    const i0 int64 1 = 0
+    node ReduceProd two i0 -> rprod keepdims=1
+    const idx int64 2,1 = 2,0
+    node GatherND s idx -> gnd
+    const sidx int64 1,1 = 1
+    const upd int64 1 = 7
+    node ScatterND s sidx upd -> snd
+    const two2 int64 - = 2
+    node Mul row two2 -> dbl
+    const c int64 3 = 1,0,1
+    node Where c row dbl -> w
+    const col int64 2,1 = 1,0
+    node Mul row col -> outer
+  )");
+  CHECK(value(g, "two") == "[batch, seq, 64, batch, seq, 64]");
+  CHECK(shape(g, "g1") == "[2, 1]");
+  CHECK(value(g, "g1") == "[seq, seq]");
+  CHECK(value(g, "ex") == "[batch, seq, 64, batch, seq, 64]");
+  CHECK(value(g, "ti") == "[batch, seq, 64, batch, seq, 64]");
+  CHECK(value(g, "rsum") == "[seq + batch + 64, seq + batch + 64]");
+  CHECK(value(g, "rprod") == "[batch*batch, seq*seq, 4096]");
+  CHECK(value(g, "gnd") == "[64, batch]");
+  CHECK(value(g, "snd") == "[batch, 7, 64]");
+  CHECK(shape(g, "outer") == "[2, 3]");
+  CHECK(value(g, "outer") == "[batch, seq, 64, 0, 0, 0]");
+  CHECK(value(g, "w") == "[batch, 2*seq, 64]");
+}
+
+TEST_CASE("shape: integer division of a dim expression floors") {
+  Graph g = infer(R"(
+    input x float32 batch,seq
+    node Shape x -> s
+    const one int64 1 = 1
+    node Add s one -> s1
+    const two int64 - = 2
+    node Div s1 two -> half
+    node Cast s1 -> f to=1
+    node Div f two -> fhalf
+  )");
+  CHECK(value(g, "s1") == "[batch + 1, seq + 1]");
+  CHECK(value(g, "half") == "?");  // batch + 1 over 2 is not a polynomial
+  Graph e = infer(R"(
+    input x float32 batch,seq
+    node Shape x -> s
+    const two int64 1 = 2
+    node Mul s two -> d
+    const one int64 1 = 1
+    node Add d one -> d1
+    node Div d1 two -> half
+  )");
+  CHECK(value(e, "half") == "[batch, seq]");  // floor((2*batch + 1) / 2)
+}
+
+TEST_CASE("shape: a dim written as a product is an expression, not a name") {
+  Graph g = infer(R"(
+    input x float32 batch,seq,64
+    declare y float32 64*batch,seq
+    node Unknown x -> y
+  )");
+  CHECK(shape(g, "y") == "[64*batch, seq]");
+  CHECK(parse_expr("64*batch")->str() == "64*batch");
+  CHECK(parse_expr("s0*s1 + 1")->str() == parse_expr("1 + s1*s0")->str());
+  CHECK(parse_expr("2*(seq - 1)")->str() == "2*seq - 2");
+  CHECK(parse_expr("-batch + 3")->str() == "-batch + 3");
+  CHECK_FALSE(parse_expr("floor(seq/2)").has_value());
+  CHECK_FALSE(parse_expr("s0//2").has_value());
+  CHECK_FALSE(parse_expr("Max(1, s0)").has_value());
+  CHECK_FALSE(parse_expr("batch**2").has_value());
+  CHECK_FALSE(parse_expr("").has_value());
+  CHECK_FALSE(parse_expr("(((((").has_value());
+}
+
 TEST_CASE("shape: Resize and Upsample") {
   Graph g = infer(R"(
     opset 18

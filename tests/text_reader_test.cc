@@ -113,7 +113,7 @@ TEST_CASE("text reader: errors name the line") {
                        Error);
   CHECK_THROWS_WITH_AS(read_text_graph("input x float99 1"), "<text>: line 1: unknown dtype 'float99'", Error);
   CHECK_THROWS_WITH_AS(read_text_graph("input x float32 1,?"),
-                       "<text>: line 1: bad dimension '?': expected an integer or a symbol name", Error);
+                       "<text>: line 1: bad dimension '?': expected an integer, a symbol name or a product like 64*batch", Error);
   CHECK_THROWS_WITH_AS(read_text_graph("input x float32 1\ninput x float32 2"),
                        "<text>: line 2: tensor 'x' is declared twice", Error);
   CHECK_THROWS_WITH_AS(read_text_graph("const c int64 3 = 1,2"),

@@ -20,6 +20,17 @@ std::optional<Expr> fold_add(const Expr& a, const Expr& b) { return a + b; }
 std::optional<Expr> fold_sub(const Expr& a, const Expr& b) { return a - b; }
 std::optional<Expr> fold_mul(const Expr& a, const Expr& b) { return a * b; }
 
+// Whether a dim expression is >= 0 wherever its symbols are sizes (>= 1): its
+// value at 1 and at a large size, which decides the polynomials shapes are made of.
+bool nonnegative(const Expr& e) {
+  for (int64_t at : {1, 1 << 10}) {
+    Bindings b;
+    for (SymbolId s : e.symbols()) b.set(s, at);
+    if (e.eval(b) < 0) return false;
+  }
+  return true;
+}
+
 // Integer division truncates toward zero, as ONNX Runtime and C++ do; a symbolic
 // quotient is kept only when it is exact ("12*batch / 4").
 std::optional<Expr> fold_div(const Expr& a, const Expr& b) {
@@ -28,7 +39,11 @@ std::optional<Expr> fold_div(const Expr& a, const Expr& b) {
     if (*y == 0 || (*x == INT64_MIN && *y == -1)) return std::nullopt;
     return Expr(*x / *y);
   }
-  return a.div_exact(b);
+  if (auto q = a.div_exact(b)) return q;
+  // A dim expression is a size, so truncation is floor: (seq + 1) / 2 when 2
+  // divides the symbolic part.
+  if (y && *y > 0 && nonnegative(a)) return floor_div(a, *y);
+  return std::nullopt;
 }
 
 // ONNX Mod with fmod=0: the result takes the divisor's sign (Python's %).
@@ -99,33 +114,35 @@ std::optional<std::vector<Expr>> whole_contents(const ShapeContext& ctx, size_t 
   return out;
 }
 
-// Element k of contents broadcast to n elements: either it has n, or it is a single one.
-template <typename T>
-const T* element(const std::vector<T>& v, size_t n, size_t k) {
-  if (v.size() == n) return &v[k];
-  if (v.size() == 1) return &v[0];
-  return nullptr;
-}
-
-// Folds input contents into output 0's when every input's contents are known and
-// each is either full-sized or a single element (shape arithmetic never needs
-// general broadcasting). Integer contents may be symbolic; float ones are constants.
+// Folds input contents into output 0's when every input's contents are known,
+// broadcasting numpy's way (a [2, 1] pad table against a [1, 2] one); an input
+// whose dims are not all constant must be full-sized or a single element. Integer
+// contents may be symbolic; float ones are constants.
 template <typename T, size_t N, typename Read, typename Apply, typename Store>
 void fold(ShapeContext& ctx, const Shape& out, Read read, Apply apply, Store store) {
   auto n = foldable_numel(out);
   if (!n) return;
+  const auto out_dims = const_dims(out);
   std::optional<std::vector<T>> in[N];
+  std::vector<size_t> map[N];
   for (size_t i = 0; i < N; ++i) {
     in[i] = read(ctx, i);
     if (!in[i]) return;
+    auto dims = const_dims(ctx.in_shape(i));
+    if (in[i]->size() == *n || in[i]->size() == 1) continue;  // read directly
+    if (!out_dims || !dims || static_cast<size_t>(product(ctx.in_shape(i)).as_const().value_or(-1)) != in[i]->size()) {
+      return;
+    }
+    map[i] = broadcast_map(*out_dims, *dims);
+    if (map[i].size() != *n) return;
   }
   std::vector<T> result;
   result.reserve(*n);
   for (size_t k = 0; k < *n; ++k) {
     const T* e[N];
     for (size_t i = 0; i < N; ++i) {
-      e[i] = element(*in[i], *n, k);
-      if (!e[i]) return;
+      const std::vector<T>& v = *in[i];
+      e[i] = !map[i].empty() ? &v[map[i][k]] : v.size() == *n ? &v[k] : &v[0];
     }
     std::optional<T> r = apply(e);
     if (!r) return;
@@ -180,7 +197,8 @@ void binary(ShapeContext& ctx) {
 std::optional<Expr> fold_exact_div(const Expr& a, const Expr& b) {
   auto x = a.as_const(), y = b.as_const();
   if (x && y && (*y == 0 || *x % *y != 0)) return std::nullopt;
-  return fold_div(a, b);
+  if (x && y) return fold_div(a, b);
+  return a.div_exact(b);
 }
 
 void div_rule(ShapeContext& ctx) {

@@ -52,14 +52,37 @@ void reduce(ShapeContext& ctx) {
   }
   Shape out = reduced(ctx, x, *axes, keepdims);
   ctx.set_output(0, ctx.in_dtype(0), out);
-  // Folds the product or sum of a shape vector (ReduceProd(Shape(x)) is numel).
-  const auto* v = ctx.in_value(0);
+  // Folds the product or sum of known contents (ReduceProd(Shape(x)) is numel),
+  // over any axes of a small tensor.
   if constexpr (F != nullptr) {
-    if (v && x.size() <= 1 && !v->empty()) {
-      Expr acc = (*v)[0];
-      for (size_t i = 1; i < v->size(); ++i) acc = F(acc, (*v)[i]);
-      ctx.set_value(0, {acc});
+    auto c = contents(ctx, 0);
+    if (!c || c->v->empty()) return;
+    std::vector<int64_t> ax = *axes;
+    if (ax.empty()) {
+      for (size_t i = 0; i < x.size(); ++i) ax.push_back(static_cast<int64_t>(i));
     }
+    ax = norm_axes(ctx, ax, x.size());
+    // The kept dims, reduced ones as 1: each input element adds into one slot.
+    std::vector<int64_t> kept = c->dims, at(c->dims.size());
+    for (int64_t a : ax) kept[a] = 1;
+    std::vector<std::optional<Expr>> acc(c->v->size() / std::max<size_t>(1, [&] {
+      size_t r = 1;
+      for (int64_t a : ax) r *= static_cast<size_t>(c->dims[a]);
+      return r;
+    }()));
+    size_t k = 0;
+    for_each_index(c->dims, [&](const std::vector<int64_t>& idx) {
+      for (size_t a = 0; a < idx.size(); ++a) at[a] = kept[a] == 1 ? 0 : idx[a];
+      auto& slot = acc[flat_index(kept, at)];
+      const Expr& e = (*c->v)[k++];
+      slot = slot ? F(*slot, e) : e;
+    });
+    std::vector<Expr> v;
+    for (auto& a : acc) {
+      if (!a) return;
+      v.push_back(std::move(*a));
+    }
+    ctx.set_value(0, std::move(v));
   }
 }
 

@@ -157,7 +157,18 @@ void transpose(ShapeContext& ctx) {
   Shape out;
   for (int64_t p : perm) out.push_back(x[p]);
   ctx.set_output(0, ctx.in_dtype(0), out);
-  if (x.size() <= 1) pass_value(ctx);
+  if (x.size() <= 1) return pass_value(ctx);
+  // A [k, 2] pad table transposed to [2, k] (the legacy exporter's F.pad).
+  auto c = contents(ctx, 0);
+  if (!c) return;
+  std::vector<int64_t> out_dims, at(perm.size());
+  for (int64_t p : perm) out_dims.push_back(c->dims[p]);
+  std::vector<Expr> moved;
+  for_each_index(out_dims, [&](const std::vector<int64_t>& idx) {
+    for (size_t a = 0; a < perm.size(); ++a) at[perm[a]] = idx[a];
+    moved.push_back((*c->v)[flat_index(c->dims, at)]);
+  });
+  ctx.set_value(0, std::move(moved));
 }
 
 // ---- Joining and splitting ---------------------------------------------------------
@@ -184,12 +195,22 @@ void concat(ShapeContext& ctx) {
     t = promote(t, ctx.in_dtype(i));
   }
   ctx.set_output(0, t, out);
-  if (out.size() != 1) return;
-  std::vector<Expr> joined;
+  // Contents join block by block: for each index before the axis, every input's
+  // slab in turn.
+  std::vector<Contents> parts;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const auto* v = ctx.in_value(i);
-    if (!v) return;
-    joined.insert(joined.end(), v->begin(), v->end());
+    auto c = contents(ctx, i);
+    if (!c) return;
+    parts.push_back(std::move(*c));
+  }
+  size_t outer = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= static_cast<size_t>(parts[0].dims[k]);
+  std::vector<Expr> joined;
+  for (size_t o = 0; o < outer; ++o) {
+    for (const auto& p : parts) {
+      const size_t slab = outer == 0 ? 0 : p.v->size() / outer;
+      joined.insert(joined.end(), p.v->begin() + o * slab, p.v->begin() + (o + 1) * slab);
+    }
   }
   ctx.set_value(0, std::move(joined));
 }
@@ -333,7 +354,9 @@ void slice(ShapeContext& ctx) {
   axes = norm_axes(ctx, axes, x.size());
 
   Shape out = x;
-  std::optional<int64_t> first;  // where a 1-D slice of constant bounds starts, for folding contents
+  // Per axis, where a slice of constant bounds starts and its step, for folding contents.
+  std::vector<int64_t> first(x.size(), 0), stride(x.size(), 1);
+  bool foldable = true;
   for (size_t i = 0; i < axes.size(); ++i) {
     if (steps[i] == 0 || steps[i] == INT64_MIN) ctx.fail("step " + std::to_string(steps[i]) + " is not usable");
     const Expr& d = x[axes[i]];
@@ -341,9 +364,11 @@ void slice(ShapeContext& ctx) {
     if (dc && sc && ec) {
       SliceRange r = clamp_slice(*dc, *sc, *ec, steps[i]);
       out[axes[i]] = Expr(r.count);
-      if (x.size() == 1) first = r.start;
+      first[axes[i]] = r.start;
+      stride[axes[i]] = steps[i];
       continue;
     }
+    foldable = false;
     auto n = symbolic_slice(d, starts[i], ends[i], steps[i]);
     if (!n) return;
     if (auto c = n->as_const(); c && *c < 0) n = Expr(0);
@@ -351,11 +376,15 @@ void slice(ShapeContext& ctx) {
     out[axes[i]] = *n;
   }
   ctx.set_output(0, ctx.in_dtype(0), out);
-  const auto* v = ctx.in_value(0);
-  auto count = out.size() == 1 ? out[0].as_const() : std::nullopt;
-  if (!v || !first || !count) return;
+  auto c = contents(ctx, 0);
+  auto out_dims = const_dims(out);
+  if (!foldable || !c || !out_dims) return;
+  std::vector<int64_t> at(x.size());
   std::vector<Expr> picked;
-  for (int64_t k = 0; k < *count; ++k) picked.push_back((*v)[*first + k * steps[0]]);
+  for_each_index(*out_dims, [&](const std::vector<int64_t>& idx) {
+    for (size_t a = 0; a < idx.size(); ++a) at[a] = first[a] + idx[a] * stride[a];
+    picked.push_back((*c->v)[flat_index(c->dims, at)]);
+  });
   ctx.set_value(0, std::move(picked));
 }
 
@@ -370,17 +399,23 @@ void gather(ShapeContext& ctx) {
   out.insert(out.end(), idx.begin(), idx.end());
   out.insert(out.end(), x.begin() + axis + 1, x.end());
   ctx.set_output(0, ctx.in_dtype(0), out);
-  // Gather(Shape(x), i) picks dims: fold 1-D contents with constant indices.
-  const auto* v = ctx.in_value(0);
+  // Gather(Shape(x), i) picks dims; any small tensor of known contents folds the same way.
+  auto c = contents(ctx, 0);
   auto indices = const_ints(ctx, 1);
-  if (!v || !indices || x.size() != 1) return;
-  const int64_t n = static_cast<int64_t>(v->size());
+  if (!c || !indices) return;
+  const int64_t n = c->dims[axis];
+  size_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= static_cast<size_t>(c->dims[k]);
+  for (size_t k = axis + 1; k < c->dims.size(); ++k) inner *= static_cast<size_t>(c->dims[k]);
   std::vector<Expr> picked;
-  for (int64_t i : *indices) {
-    if (i < -n || i >= n) {
-      ctx.fail("index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " elements");
+  for (size_t o = 0; o < outer; ++o) {
+    for (int64_t i : *indices) {
+      if (i < -n || i >= n) {
+        ctx.fail("index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " elements");
+      }
+      const size_t from = (o * static_cast<size_t>(n) + static_cast<size_t>(i < 0 ? i + n : i)) * inner;
+      picked.insert(picked.end(), c->v->begin() + from, c->v->begin() + from + inner);
     }
-    picked.push_back((*v)[i < 0 ? i + n : i]);
   }
   ctx.set_value(0, std::move(picked));
 }
@@ -404,6 +439,52 @@ void gather_nd(ShapeContext& ctx) {
   Shape out(idx.begin(), idx.end() - 1);
   out.insert(out.end(), x.begin() + b + *k, x.end());
   ctx.set_output(0, ctx.in_dtype(0), out);
+  // Known contents fold when the indices are constant (batch_dims 0: each index
+  // tuple picks one slab of the data).
+  auto c = contents(ctx, 0);
+  auto indices = const_ints(ctx, 1);
+  if (!c || !indices || b != 0 || *k == 0) return;
+  size_t slab = 1;
+  for (size_t a = *k; a < c->dims.size(); ++a) slab *= static_cast<size_t>(c->dims[a]);
+  std::vector<Expr> picked;
+  std::vector<int64_t> at(c->dims.size(), 0);
+  for (size_t t = 0; t + *k <= indices->size(); t += *k) {
+    for (int64_t a = 0; a < *k; ++a) {
+      int64_t i = (*indices)[t + a], n = c->dims[a];
+      if (i < -n || i >= n) ctx.fail("index " + std::to_string(i) + " is out of range for " + std::to_string(n));
+      at[a] = i < 0 ? i + n : i;
+    }
+    const size_t from = flat_index(c->dims, at);
+    picked.insert(picked.end(), c->v->begin() + from, c->v->begin() + from + slab);
+  }
+  ctx.set_value(0, std::move(picked));
+}
+
+// ScatterND: the data's shape; known contents with constant indices fold
+// (reduction "none" only: a position ids tensor written into).
+void scatter_nd(ShapeContext& ctx) {
+  ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0));
+  auto c = contents(ctx, 0);
+  auto idx = contents(ctx, 1);
+  auto upd = contents(ctx, 2);
+  auto indices = const_ints(ctx, 1);
+  if (!c || !idx || !upd || !indices || idx->dims.empty() || ctx.attr_string("reduction", "none") != "none") return;
+  const int64_t k = idx->dims.back();
+  if (k <= 0 || k > static_cast<int64_t>(c->dims.size())) return;
+  size_t slab = 1;
+  for (size_t a = k; a < c->dims.size(); ++a) slab *= static_cast<size_t>(c->dims[a]);
+  if (indices->size() / k * slab != upd->v->size()) return;
+  std::vector<Expr> data = *c->v;
+  std::vector<int64_t> at(c->dims.size(), 0);
+  for (size_t t = 0, u = 0; t + k <= indices->size(); t += k, u += slab) {
+    for (int64_t a = 0; a < k; ++a) {
+      int64_t i = (*indices)[t + a], n = c->dims[a];
+      if (i < -n || i >= n) ctx.fail("index " + std::to_string(i) + " is out of range for " + std::to_string(n));
+      at[a] = i < 0 ? i + n : i;
+    }
+    std::copy(upd->v->begin() + u, upd->v->begin() + u + slab, data.begin() + flat_index(c->dims, at));
+  }
+  ctx.set_value(0, std::move(data));
 }
 
 void like_data(ShapeContext& ctx) { ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0)); }
@@ -415,14 +496,16 @@ void expand(ShapeContext& ctx) {
   if (!target) return;
   Shape out = broadcast(ctx, ctx.in_shape(0), *target);
   ctx.set_output(0, ctx.in_dtype(0), out);
-  const auto* v = ctx.in_value(0);
+  auto c = contents(ctx, 0);
   auto n = foldable_numel(out);
-  if (!v || !n) return;
-  if (v->size() == *n) {
-    ctx.set_value(0, *v);
-  } else if (v->size() == 1) {
-    ctx.set_value(0, std::vector<Expr>(*n, (*v)[0]));
-  }
+  auto out_dims = const_dims(out);
+  if (!c || !n || !out_dims) return;
+  auto map = broadcast_map(*out_dims, c->dims);
+  if (map.size() != *n) return;
+  std::vector<Expr> v;
+  v.reserve(*n);
+  for (size_t k : map) v.push_back((*c->v)[k]);
+  ctx.set_value(0, std::move(v));
 }
 
 void tile(ShapeContext& ctx) {
@@ -435,6 +518,17 @@ void tile(ShapeContext& ctx) {
   Shape out;
   for (size_t i = 0; i < x.size(); ++i) out.push_back(x[i] * (*reps)[i]);
   ctx.set_output(0, ctx.in_dtype(0), out);
+  auto c = contents(ctx, 0);
+  auto n = foldable_numel(out);
+  auto out_dims = const_dims(out);
+  if (!c || !n || !out_dims) return;
+  std::vector<int64_t> at(x.size());
+  std::vector<Expr> v;
+  for_each_index(*out_dims, [&](const std::vector<int64_t>& idx) {
+    for (size_t a = 0; a < idx.size(); ++a) at[a] = idx[a] % c->dims[a];
+    v.push_back((*c->v)[flat_index(c->dims, at)]);
+  });
+  ctx.set_value(0, std::move(v));
 }
 
 // pads [begin..., end...] from the attribute (opset < 11) or input 1, over
@@ -628,7 +722,7 @@ const OpInfo kOps[] = {
      .note = "torch.gather: gather_backward keeps the data and the indices"},
     {.op = "GatherND", .family = kFamily, .shape = gather_nd, .saved_inputs = bits({1}), .grads = "AN",
      .note = "advanced indexing: keeps the indices"},
-    {.op = "ScatterND", .family = kFamily, .shape = like_data, .autocast = Autocast::Promote, .saved_inputs = bits({1}),
+    {.op = "ScatterND", .family = kFamily, .shape = scatter_nd, .autocast = Autocast::Promote, .saved_inputs = bits({1}),
      .grads = "ANA", .note = "index_put: keeps the indices"},
     {.op = "ScatterElements", .family = kFamily, .shape = like_data, .saved_inputs = bits({1}), .grads = "ANA",
      .note = "scatter: keeps the indices"},

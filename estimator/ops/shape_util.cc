@@ -219,6 +219,46 @@ std::optional<std::vector<double>> const_floats(const ShapeContext& ctx, size_t 
   return std::vector<double>(v->begin(), v->end());
 }
 
+std::optional<std::vector<int64_t>> const_dims(const Shape& s) {
+  std::vector<int64_t> out;
+  out.reserve(s.size());
+  for (const auto& d : s) {
+    auto c = d.as_const();
+    if (!c || *c < 0) return std::nullopt;
+    out.push_back(*c);
+  }
+  return out;
+}
+
+std::optional<Contents> contents(const ShapeContext& ctx, size_t i) {
+  const std::vector<Expr>* v = ctx.in_value(i);
+  if (!v || !ctx.input(i).shape) return std::nullopt;
+  auto dims = const_dims(ctx.in_shape(i));
+  if (!dims) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : *dims) n = checked_mul(n, d);
+  if (static_cast<size_t>(n) != v->size()) return std::nullopt;
+  return Contents{v, std::move(*dims)};
+}
+
+size_t flat_index(const std::vector<int64_t>& dims, const std::vector<int64_t>& idx) {
+  size_t flat = 0;
+  for (size_t a = 0; a < dims.size(); ++a) flat = flat * static_cast<size_t>(dims[a]) + static_cast<size_t>(idx[a]);
+  return flat;
+}
+
+std::vector<size_t> broadcast_map(const std::vector<int64_t>& out, const std::vector<int64_t>& in) {
+  std::vector<size_t> map;
+  if (in.size() > out.size()) return map;
+  const size_t lead = out.size() - std::min(out.size(), in.size());
+  std::vector<int64_t> at(in.size());
+  for_each_index(out, [&](const std::vector<int64_t>& idx) {
+    for (size_t a = 0; a < in.size(); ++a) at[a] = in[a] == 1 ? 0 : idx[lead + a];
+    map.push_back(flat_index(in, at));
+  });
+  return map;
+}
+
 const Shape* input_shape(const Graph& g, const Node& n, size_t i) {
   if (!n.has_input(i)) return nullptr;
   const Tensor& t = g.tensors[n.inputs[i]];

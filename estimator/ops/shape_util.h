@@ -70,6 +70,34 @@ std::optional<size_t> foldable_numel(const Shape& s);
 std::optional<int64_t> const_scalar(const ShapeContext& ctx, size_t i);
 /// Float contents of input i: its float contents, else its constant integer contents.
 std::optional<std::vector<double>> const_floats(const ShapeContext& ctx, size_t i);
+/// The dims of a shape when every one is a constant.
+std::optional<std::vector<int64_t>> const_dims(const Shape& s);
+/// Known integer contents of input i together with its constant dims (row-major);
+/// nullopt unless both are known and agree in element count.
+struct Contents {
+  const std::vector<Expr>* v;
+  std::vector<int64_t> dims;
+};
+std::optional<Contents> contents(const ShapeContext& ctx, size_t i);
+/// For each element of a tensor of dims `out` (row-major), the flat index of the
+/// element numpy broadcasting reads from a tensor of dims `in`.
+std::vector<size_t> broadcast_map(const std::vector<int64_t>& out, const std::vector<int64_t>& in);
+/// Calls f(index) for every multi-index of `dims` in row-major order.
+template <typename F>
+void for_each_index(const std::vector<int64_t>& dims, F f) {
+  for (int64_t d : dims) {
+    if (d <= 0) return;
+  }
+  std::vector<int64_t> idx(dims.size(), 0);
+  while (true) {
+    f(static_cast<const std::vector<int64_t>&>(idx));
+    size_t a = dims.size();
+    while (a > 0 && ++idx[a - 1] == dims[a - 1]) idx[--a] = 0;
+    if (a == 0) return;
+  }
+}
+/// The flat row-major offset of a multi-index into `dims`.
+size_t flat_index(const std::vector<int64_t>& dims, const std::vector<int64_t>& idx);
 
 // For saved_extra functions, which see the graph rather than a ShapeContext.
 

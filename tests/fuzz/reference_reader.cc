@@ -23,6 +23,7 @@
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
 #include "frontends/dynamo_repair.h"
+#include "frontends/scope_repair.h"
 #include "frontends/onnx_reader.h"
 #include "frontends/pystack.h"
 
@@ -315,7 +316,15 @@ class Lowering {
         if (d.dim_value() < 0) throw Error(g_.file, "", "'" + vi.name() + "' declares a negative dimension");
         s.push_back(Expr(d.dim_value()));
       } else if (d.has_dim_param() && !d.dim_param().empty()) {
-        s.push_back(Expr::symbol(d.dim_param()));
+        // A formula is an expression over the input dims ("64*batch"); one beyond
+        // polynomials is undecided inside the graph and an opaque name on an input.
+        if (auto e = parse_expr(d.dim_param())) {
+          s.push_back(std::move(*e));
+        } else if (is_input) {
+          s.push_back(Expr::symbol(d.dim_param()));
+        } else {
+          return;
+        }
       } else if (is_input) {
         s.push_back(Expr::symbol(vi.name() + "_dim" + std::to_string(k)));
       } else {
@@ -549,6 +558,7 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
   }
+  recover_module_paths(g);
   if (!g.python.empty()) split_deduplicated_initializers(g);
   return g;
 }

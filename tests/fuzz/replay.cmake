@@ -6,6 +6,13 @@ add_test(NAME fuzz_regressions
          COMMAND memest_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/regressions)
 set_tests_properties(fuzz_regressions PROPERTIES TIMEOUT 300)
 
+# The shape-arithmetic target (text graphs over symbolic integer tensors), the same way.
+add_executable(memest_shape_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/shape_fuzz.cc ${CMAKE_CURRENT_LIST_DIR}/replay_main.cc)
+target_link_libraries(memest_shape_fuzz_replay PRIVATE memest_core)
+add_test(NAME shape_fuzz_regressions
+         COMMAND memest_shape_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/shape_regressions)
+set_tests_properties(shape_fuzz_regressions PROPERTIES TIMEOUT 300)
+
 # The wire-format reader against the reference reader (protobuf's message classes)
 # on the same files, and on the bundled models: same Graph or same error.
 add_executable(memest_reader_diff ${CMAKE_CURRENT_LIST_DIR}/reader_diff_fuzz.cc ${CMAKE_CURRENT_LIST_DIR}/replay_main.cc
