@@ -41,7 +41,8 @@ struct Analysis {
   Accounting accounting;
   int fused = 0;
   std::vector<std::string> unsupported;  ///< op types with no table entry
-  bool inference_export = false;         ///< BatchNorm in inference mode, no Dropout: a hint to the user
+  bool inference_export = false;         ///< the graph looks exported in eval mode: a hint to the user
+  std::string inference_evidence;        ///< what says so ("BatchNormalization in inference mode"), or ""
 };
 
 /// Runs the pipeline. Throws Error for a graph memest cannot estimate.
