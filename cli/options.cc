@@ -119,8 +119,9 @@ void require_free_batch(const Analysis& a, const std::string& command, std::opti
   if (!fixed || (asked && *asked == *fixed)) return;
   throw Error(a.graph.file, "",
               "no input has a symbolic batch dimension (exported without dynamic axes), so the file fixes the batch" +
-                  (*fixed > 0 ? " at " + std::to_string(*fixed) : std::string()) + " and `" + command +
-                  "` cannot vary it; re-export with dynamic_axes={'input': {0: 'batch'}} (torch.onnx.export, "
+                  (*fixed > 0 ? " at " + std::to_string(*fixed) : std::string()) + " and `" + command + "` " +
+                  (asked ? "cannot answer for batch " + std::to_string(*asked) : std::string("cannot vary it")) +
+                  "; re-export with dynamic_axes={'input': {0: 'batch'}} (torch.onnx.export, "
                   "dynamo=False) or dynamic_shapes=({0: torch.export.Dim('batch')},) (dynamo=True)");
 }
 

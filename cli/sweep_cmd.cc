@@ -156,7 +156,7 @@ std::function<int()> setup_check(CLI::App& app) {
   return [o]() {
     const int64_t budget = o->budget.bytes();
     const Analysis& a = load_and_analyze(o->common);
-    require_free_batch(a, "check --batch " + std::to_string(o->common.batch), o->common.batch);
+    require_free_batch(a, "check", o->common.batch);
     Estimate e;
     const bool ok = fits(a, o->common.batch, budget, std::nullopt, &e);
     const int64_t headroom = budget - e.reserved_bytes;
