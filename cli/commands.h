@@ -29,8 +29,8 @@ std::function<int()> setup_advise(CLI::App& app);
 
 /// The table of subcommands (`memest help` prints it). The estimate is the default.
 const std::vector<Subcommand>& subcommands();
-/// The subcommand whose name is nearest to `word` (at most two edits away), or null:
-/// "swep" -> sweep.
+/// The subcommand whose name is nearest to `word` (one edit away, two for a word of
+/// six letters or more), or null: "swep" -> sweep.
 const Subcommand* nearest_subcommand(const std::string& word);
 
 }  // namespace memest

@@ -50,7 +50,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 const Subcommand* nearest_subcommand(const std::string& word) {
   const Subcommand* best = nullptr;
-  size_t best_d = 3;
+  // One typo in a short word, two in a longer one: "nope" is not "ops".
+  size_t best_d = word.size() >= 6 ? 3 : 2;
   for (const auto& c : subcommands()) {
     const size_t d = edit_distance(word, c.name);
     if (d < best_d) {

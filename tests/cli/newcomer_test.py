@@ -137,6 +137,8 @@ check("... in --json too", p.returncode == 1 and j.get("max_batch") == 0 and "ad
 # 4. Errors from the argument parser, in words.
 p = run(["swep", free, "--gpu", "t4"])
 one_line_error("a misspelt subcommand", p, "unknown command 'swep'; did you mean 'sweep'?")
+p = run(["nope", free])
+one_line_error("an unknown word that is no command and no file", p, "unknown command 'nope'", "no such command or file")
 p = run([free, "--amp", "fp8"])
 one_line_error("--amp fp8", p, "--amp takes fp16 or bf16, not fp8")
 p = run([free, "--optim", "lion"])
