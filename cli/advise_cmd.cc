@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "cli/advise.h"
 #include "cli/commands.h"
 #include "cli/fit.h"
 #include "cli/options.h"
@@ -19,22 +20,6 @@
 
 namespace memest {
 namespace {
-
-struct WhatIf {
-  std::string name;   ///< "AMP bf16"
-  std::string key;    ///< "amp_bf16", for JSON
-  TrainConfig train;  ///< the configuration analysed
-  int64_t steps = 1;  ///< gradient accumulation steps: estimated at batch / steps
-};
-
-struct Outcome {
-  WhatIf what;
-  int64_t micro_batch = 0;
-  int64_t peak = 0;
-  int64_t reserved = 0;
-  int64_t max_micro_batch = -1;  ///< -1: no budget given
-  std::string error;             ///< why this what-if could not be estimated
-};
 
 // The what-ifs that apply to an analysed graph and its configuration.
 std::vector<WhatIf> what_ifs(const Graph& g, const TrainConfig& now, int64_t batch, bool batch_is_free) {
@@ -100,7 +85,126 @@ std::string largest(const Outcome& o) {
          thousands(o.what.steps * o.max_micro_batch);
 }
 
+// Estimates one what-if on analysis `a` at `batch` / its steps, and with `search`
+// its largest batch by the same search as sweep.
+void estimate_outcome(Outcome& out, const Analysis& a, int64_t batch, std::optional<int64_t> budget, bool search,
+                      Progress& progress, const std::string& step) {
+  out.micro_batch = batch / out.what.steps;
+  const Estimate e = estimate(a, out.micro_batch);
+  out.peak = e.peak.peak_bytes;
+  out.reserved = e.reserved_bytes;
+  if (!budget || !search) return;
+  out.max_micro_batch = search_fitting(
+                            [&](int64_t b) {
+                              progress.update(step + ": trying batch " + std::to_string(b));
+                              return fits(a, b, *budget, std::nullopt, nullptr);
+                            },
+                            [&](int64_t b) { return may_fit_budget(a, b, *budget); })
+                            .largest;
+}
+
+void print_json(const Analysis& now, int64_t batch, std::optional<int64_t> budget, const std::vector<Outcome>& rows) {
+  const int64_t base_peak = rows[0].peak;
+  nlohmann::json j;
+  j["model"] = now.graph.file;
+  j["batch"] = batch;
+  if (budget) j["budget_bytes"] = *budget;
+  j["what_ifs"] = nlohmann::json::array();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Outcome& r = rows[i];
+    nlohmann::json w = {{"rank", i}, {"key", r.what.key}, {"name", r.what.name}};
+    if (!r.error.empty()) {
+      w["error"] = r.error;
+    } else {
+      w["batch"] = r.micro_batch;
+      w["accumulation_steps"] = r.what.steps;
+      w["peak_bytes"] = r.peak;
+      w["reserved_bytes"] = r.reserved;
+      w["saving_bytes"] = base_peak - r.peak;
+      w["saving_fraction"] = base_peak > 0 ? static_cast<double>(base_peak - r.peak) / base_peak : 0.0;
+      if (r.max_micro_batch >= 0) {
+        w["max_batch"] = r.max_micro_batch * r.what.steps;
+        w["max_micro_batch"] = r.max_micro_batch;
+      }
+    }
+    j["what_ifs"].push_back(w);
+  }
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_table(std::optional<int64_t> budget, const std::vector<Outcome>& rows) {
+  const int64_t base_peak = rows[0].peak;
+  size_t wname = 24, wlargest = 13;
+  for (const auto& r : rows) {
+    wname = std::max(wname, r.what.name.size());
+    wlargest = std::max(wlargest, largest(r).size());
+  }
+  // Without a budget there is no largest batch: the column goes.
+  const int wbig = budget ? static_cast<int>(wlargest) : 0;
+  char line[512];
+  auto print = [&](const std::string& rank, const std::string& name, const std::string& peak, const std::string& mib,
+                   const std::string& pct, const std::string& big) {
+    std::snprintf(line, sizeof(line), "%-4s  %-*s  %14s  %13s  %7s  %*s", rank.c_str(), static_cast<int>(wname),
+                  name.c_str(), peak.c_str(), mib.c_str(), pct.c_str(), wbig, budget ? big.c_str() : "");
+    std::string s = line;
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    std::cout << s << "\n";
+  };
+  print("Rank", "What-if", "Peak allocated", "Saving (MiB)", "Saving", "Largest batch");
+  std::cout << std::string(4 + wname + 14 + 13 + 7 + (budget ? wlargest + 10 : 8), '-') << "\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Outcome& r = rows[i];
+    if (!r.error.empty()) {
+      std::cout << std::string(6, ' ') << r.what.name << ": not estimated: " << r.error << "\n";
+      continue;
+    }
+    print(i == 0 ? "" : std::to_string(i), r.what.name, format_bytes(r.peak), i == 0 ? "--" : saving_mib(base_peak - r.peak),
+          i == 0 ? "--" : saving_percent(base_peak - r.peak, base_peak), largest(r));
+  }
+}
+
 }  // namespace
+
+std::vector<Outcome> rank_what_ifs(const CommonOptions& o, int64_t batch, std::optional<int64_t> budget,
+                                   Progress& progress, Analysis* now) {
+  const AnalysisOptions base = analysis_options(o);
+  std::vector<Outcome> rows;
+  progress.update("reading " + o.model);
+  const Graph graph = load_graph(o);
+  progress.update("analysing " + o.model);
+  *now = analyze(graph, base);
+  // A file that fixes the batch has no largest batch to search for.
+  const bool batch_is_free = !fixed_batch(*now);
+  const std::vector<WhatIf> whats = what_ifs(now->graph, now->train, batch, batch_is_free);
+  rows.emplace_back().what = {"current configuration", "current", now->train, 1};
+  estimate_outcome(rows[0], *now, batch, budget, batch_is_free, progress, "current");
+  for (size_t i = 0; i < whats.size(); ++i) {
+    Outcome out;
+    out.what = whats[i];
+    const std::string step = "[" + std::to_string(i + 1) + "/" + std::to_string(whats.size()) + "] " + whats[i].name;
+    try {
+      if (whats[i].steps > 1) {
+        // The same program at the micro-batch: its largest micro-batch is the current one's.
+        estimate_outcome(out, *now, batch, budget, false, progress, step);
+        out.max_micro_batch = rows[0].max_micro_batch;
+      } else {
+        progress.update(step + ": analysing");
+        AnalysisOptions opts = base;
+        opts.train = whats[i].train;
+        estimate_outcome(out, analyze(graph, opts), batch, budget, batch_is_free, progress, step);
+      }
+    } catch (const Error& err) {
+      out.error = err.message();
+    }
+    rows.push_back(std::move(out));
+  }
+  // Ranked by peak; what could not be estimated goes last.
+  std::stable_sort(rows.begin() + 1, rows.end(), [](const Outcome& x, const Outcome& y) {
+    if (x.error.empty() != y.error.empty()) return x.error.empty();
+    return x.peak < y.peak;
+  });
+  return rows;
+}
 
 std::function<int()> setup_advise(CLI::App& app) {
   struct Opts {
@@ -112,129 +216,24 @@ std::function<int()> setup_advise(CLI::App& app) {
   add_budget_options(app, o->budget);
   return [o]() {
     const std::optional<int64_t> budget = o->budget.given() ? std::optional(o->budget.bytes()) : std::nullopt;
-    const int64_t batch = o->common.batch;
-    const AnalysisOptions base = analysis_options(o->common);
-    std::vector<Outcome> rows;
     Analysis now;
+    std::vector<Outcome> rows;
     {
       Progress progress("advise");  // erased before the table prints
-      progress.update("reading " + o->common.model);
-      const Graph graph = load_graph(o->common);
-      // Estimates one what-if on analysis `a`, and with `search` its largest batch by
-      // the same search as sweep.
-      auto run = [&](Outcome& out, const Analysis& a, const std::string& step, bool search) {
-        out.micro_batch = batch / out.what.steps;
-        const Estimate e = estimate(a, out.micro_batch);
-        out.peak = e.peak.peak_bytes;
-        out.reserved = e.reserved_bytes;
-        if (!budget || !search) return;
-        out.max_micro_batch = search_fitting(
-                                  [&](int64_t b) {
-                                    progress.update(step + ": trying batch " + std::to_string(b));
-                                    return fits(a, b, *budget, std::nullopt, nullptr);
-                                  },
-                                  [&](int64_t b) { return may_fit_budget(a, b, *budget); })
-                                  .largest;
-      };
-
-      progress.update("analysing " + o->common.model);
-      now = analyze(graph, base);
-      const std::vector<SymbolId> in_syms = now.accounting.input_bytes.symbols();
-      const bool batch_is_free = std::find(in_syms.begin(), in_syms.end(), now.batch) != in_syms.end();
-      const std::vector<WhatIf> whats = what_ifs(now.graph, now.train, batch, batch_is_free);
-      rows.emplace_back().what = {"current configuration", "current", now.train, 1};
-      run(rows[0], now, "current", true);
-      for (size_t i = 0; i < whats.size(); ++i) {
-        Outcome out;
-        out.what = whats[i];
-        const std::string step = "[" + std::to_string(i + 1) + "/" + std::to_string(whats.size()) + "] " + whats[i].name;
-        try {
-          if (whats[i].steps > 1) {
-            // The same program at the micro-batch: its largest micro-batch is the current one's.
-            run(out, now, step, false);
-            out.max_micro_batch = rows[0].max_micro_batch;
-          } else {
-            progress.update(step + ": analysing");
-            AnalysisOptions opts = base;
-            opts.train = whats[i].train;
-            run(out, analyze(graph, opts), step, true);
-          }
-        } catch (const Error& err) {
-          out.error = err.message();
-        }
-        rows.push_back(std::move(out));
-      }
+      rows = rank_what_ifs(o->common, o->common.batch, budget, progress, &now);
     }
-    // Ranked by peak; what could not be estimated goes last.
-    std::stable_sort(rows.begin() + 1, rows.end(), [](const Outcome& x, const Outcome& y) {
-      if (x.error.empty() != y.error.empty()) return x.error.empty();
-      return x.peak < y.peak;
-    });
-    const int64_t base_peak = rows[0].peak;
-
+    const int64_t batch = fixed_batch(now).value_or(o->common.batch);
     if (o->common.json) {
-      nlohmann::json j;
-      j["model"] = now.graph.file;
-      j["batch"] = batch;
-      if (budget) j["budget_bytes"] = *budget;
-      j["what_ifs"] = nlohmann::json::array();
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const Outcome& r = rows[i];
-        nlohmann::json w = {{"rank", i}, {"key", r.what.key}, {"name", r.what.name}};
-        if (!r.error.empty()) {
-          w["error"] = r.error;
-        } else {
-          w["batch"] = r.micro_batch;
-          w["accumulation_steps"] = r.what.steps;
-          w["peak_bytes"] = r.peak;
-          w["reserved_bytes"] = r.reserved;
-          w["saving_bytes"] = base_peak - r.peak;
-          w["saving_fraction"] = base_peak > 0 ? static_cast<double>(base_peak - r.peak) / base_peak : 0.0;
-          if (r.max_micro_batch >= 0) {
-            w["max_batch"] = r.max_micro_batch * r.what.steps;
-            w["max_micro_batch"] = r.max_micro_batch;
-          }
-        }
-        j["what_ifs"].push_back(w);
-      }
-      std::cout << j.dump(2) << "\n";
+      print_json(now, batch, budget, rows);
       return 0;
     }
-
     for (const auto& w : now.graph.warnings) std::cerr << "memest: warning: " << w << "\n";
     std::cout << config_line(now, batch) << "\n";
-    if (budget) {
-      std::cout << "Budget: " << format_bytes(*budget)
-                << (o->budget.gpu.empty() ? "" : " (" + o->budget.gpu + " less the CUDA context)") << "\n";
-    }
+    if (budget) std::cout << "Budget: " << o->budget.describe() << "\n";
+    const std::string note = profile_note(o->budget, *now.train.target);
+    if (!note.empty()) std::cout << "Profile: " << note << "\n";
     std::cout << "\n";
-    size_t wname = 24, wlargest = 13;
-    for (const auto& r : rows) {
-      wname = std::max(wname, r.what.name.size());
-      wlargest = std::max(wlargest, largest(r).size());
-    }
-    // Without a budget there is no largest batch: the column goes.
-    const int wbig = budget ? static_cast<int>(wlargest) : 0;
-    char line[512];
-    auto print = [&](const std::string& rank, const std::string& name, const std::string& peak, const std::string& mib,
-                     const std::string& pct, const std::string& big) {
-      std::snprintf(line, sizeof(line), "%-4s  %-*s  %14s  %13s  %7s  %*s", rank.c_str(), static_cast<int>(wname),
-                    name.c_str(), peak.c_str(), mib.c_str(), pct.c_str(), wbig, budget ? big.c_str() : "");
-      std::string s = line;
-      while (!s.empty() && s.back() == ' ') s.pop_back();
-      std::cout << s << "\n";
-    };
-    print("Rank", "What-if", "Peak allocated", "Saving (MiB)", "Saving", "Largest batch");
-    std::cout << std::string(4 + wname + 14 + 13 + 7 + (budget ? wlargest + 10 : 8), '-') << "\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Outcome& r = rows[i];
-      if (!r.error.empty()) {
-        std::cout << std::string(6, ' ') << r.what.name << ": not estimated: " << r.error << "\n";
-        continue;
-      }
-      print(i == 0 ? "" : std::to_string(i), r.what.name, format_bytes(r.peak), i == 0 ? "--" : saving_mib(base_peak - r.peak),
-            i == 0 ? "--" : saving_percent(base_peak - r.peak, base_peak), largest(r));
-    }
+    print_table(budget, rows);
     std::cout << "\nEach what-if changes one thing and re-runs the simulator. Gradient accumulation is one\n"
                  "step at the micro-batch; its largest batch is steps x the largest micro-batch that fits.\n";
     if (!budget) std::cout << "Give --budget SIZE or --gpu NAME for the largest batch that fits each.\n";

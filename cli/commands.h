@@ -13,6 +13,9 @@ namespace memest {
 struct Subcommand {
   const char* name;
   const char* help;
+  /// One command line that runs as is from the repository root (`--help` shows it,
+  /// and tests/cli/examples_test.py runs it).
+  const char* example;
   /// Adds the subcommand's options to `app` and returns the function that runs it
   /// (returning the exit status) once parsing succeeded.
   std::function<std::function<int()>(CLI::App& app)> setup;
@@ -26,5 +29,8 @@ std::function<int()> setup_advise(CLI::App& app);
 
 /// The table of subcommands (`memest help` prints it). The estimate is the default.
 const std::vector<Subcommand>& subcommands();
+/// The subcommand whose name is nearest to `word` (one edit away, two for a word of
+/// six letters or more), or null: "swep" -> sweep.
+const Subcommand* nearest_subcommand(const std::string& word);
 
 }  // namespace memest

@@ -4,24 +4,74 @@
 #include <algorithm>
 
 #include "cli/gpus.h"
+#include "estimator/target.h"
 #include "cli/units.h"
 #include "estimator/allocator.h"
 #include "estimator/error.h"
 
 namespace memest {
 
-int64_t BudgetOptions::bytes() const {
+int64_t BudgetOptions::capacity() const {
   if (!budget.empty() && !gpu.empty()) throw Error("give --budget or --gpu, not both");
   if (!budget.empty()) return parse_size(budget);
   if (!gpu.empty()) return gpu_budget(find_gpu(gpu));
   throw Error("give a budget: --budget SIZE (e.g. 24GiB) or --gpu NAME (e.g. a100-80gb)");
 }
 
+double BudgetOptions::margin_fraction() const {
+  const std::string bad = "--margin takes the share of the budget to leave free, e.g. 5%, not '" + margin + "'";
+  std::string num = margin;
+  if (!num.empty() && num.back() == '%') num.pop_back();
+  if (num.empty() || num.find_first_not_of("0123456789.") != std::string::npos || num.find('.') != num.rfind('.') ||
+      num == ".") {
+    throw Error(bad);
+  }
+  const double pct = std::stod(num);
+  if (pct >= 100) throw Error(bad + " (below 100%)");
+  return pct / 100;
+}
+
+int64_t BudgetOptions::bytes() const {
+  const int64_t cap = capacity();
+  const double keep = 1 - margin_fraction();
+  return static_cast<int64_t>(static_cast<double>(cap) * keep);
+}
+
+std::string BudgetOptions::describe() const {
+  std::string out;
+  if (!gpu.empty()) {
+    const GpuPreset& g = find_gpu(gpu);
+    out = std::string(g.name) + ": " + thousands(g.total_mib) + " MiB less the CUDA context (" +
+          format_bytes(cuda_context_reserve()) + ") = ";
+  }
+  out += format_bytes(capacity());
+  if (margin_fraction() > 0) {
+    out += ", less a " + margin + (margin.back() == '%' ? "" : "%") + " margin = " + format_bytes(bytes());
+  }
+  return out;
+}
+
 void add_budget_options(CLI::App& app, BudgetOptions& b) {
   std::string names;
   for (const auto& g : all_gpus()) names += (names.empty() ? "" : ", ") + std::string(g.name);
-  app.add_option("--budget", b.budget, "memory PyTorch may take (reserved), e.g. 24GiB, 24GB, 512MiB");
-  app.add_option("--gpu", b.gpu, "a card whose memory, less the CUDA context, is the budget: " + names);
+  app.add_option("--budget", b.budget,
+                 "memory PyTorch may take (reserved), with a unit: 24GiB, 24GB (10^9), 512MiB (24B: bytes)");
+  app.add_option("--gpu", b.gpu,
+                 "a card whose memory, less the CUDA context, is the budget: " + names +
+                     ". Library constants stay the measured profile's (--target): only the capacity changes");
+  app.add_option("--margin", b.margin, "share of the budget to leave free, e.g. 5%")->capture_default_str();
+}
+
+std::string profiled_gpu(const Target& t) { return t.name.substr(0, t.name.find('-')); }
+
+std::string profile_note(const BudgetOptions& b, const Target& t) {
+  if (b.gpu.empty()) return "";
+  if (b.gpu == profiled_gpu(t)) return t.name + ", measured on this GPU";
+  // The profile's constants (cuBLAS and cuDNN workspaces, allocator rounding) were
+  // measured on one card and torch; no other is profiled yet, so they are carried over.
+  const std::string& d = t.description;
+  return t.name + " (measured: " + d.substr(0, d.find(" + ")) + "); " + b.gpu +
+         " is not profiled: its library constants are assumed the same, only the capacity changes";
 }
 
 bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out) {

@@ -9,22 +9,38 @@
 #include <string>
 
 #include "estimator/analysis.h"
+#include "estimator/target.h"
 
 namespace memest {
 
 /// Largest value a search tries unless told otherwise (sweep --max).
 constexpr int64_t kDefaultMaxBatch = int64_t{1} << 24;
 
-/// --budget SIZE or --gpu NAME.
+/// --budget SIZE or --gpu NAME, and --margin PCT.
 struct BudgetOptions {
   std::string budget;
   std::string gpu;
+  std::string margin = "0%";
   bool given() const { return !budget.empty() || !gpu.empty(); }
-  /// The budget in bytes; throws Error when both or neither are given.
+  /// What PyTorch may take in bytes (the --budget, or the card less the CUDA context);
+  /// throws Error when both or neither are given.
+  int64_t capacity() const;
+  /// --margin as a fraction in [0, 1); throws Error for anything but a percentage.
+  double margin_fraction() const;
+  /// The capacity less the margin: what a batch must fit in.
   int64_t bytes() const;
+  /// "t4: 15,360 MiB less the CUDA context (767.0 MiB) = 14.25 GiB, less a 5% margin = 13.54 GiB";
+  /// "24.00 GiB" for a plain --budget.
+  std::string describe() const;
 };
 
 void add_budget_options(CLI::App& app, BudgetOptions& b);
+
+/// Which measured profile the library constants come from, and, when --gpu names
+/// another card than the profiled one, what is assumed. Empty without --gpu.
+std::string profile_note(const BudgetOptions& b, const Target& t);
+/// The GPU preset name a profile was measured on ("h200" for "h200-torch2.11").
+std::string profiled_gpu(const Target& t);
 
 /// True when replaying the caching allocator under a cap of `budget` never fails.
 /// `free_value` binds the swept dim (sweep --sweep); `out`, when set, gets the estimate.

@@ -1,8 +1,10 @@
 // `memest ops`: the op table, straight from the registry.
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "cli/commands.h"
+#include "estimator/error.h"
 #include "estimator/ops/registry.h"
 
 namespace memest {
@@ -11,6 +13,13 @@ std::function<int()> setup_ops(CLI::App& app) {
   auto family = std::make_shared<std::string>();
   app.add_option("--family", *family, "only this family (conv, matmul, norm, ...)");
   return [family]() {
+    std::set<std::string> families;
+    for (const OpInfo* op : all_ops()) families.insert(op->family);
+    if (!family->empty() && !families.count(*family)) {
+      std::string list;
+      for (const auto& f : families) list += (list.empty() ? "" : ", ") + f;
+      throw Error("--family takes one of " + list + "; not '" + *family + "'");
+    }
     std::printf("%-12s %-26s %-8s %-6s %-6s %-6s %s\n", "family", "op", "autocast", "saves", "grads", "view", "note");
     for (const OpInfo* op : all_ops()) {
       if (!family->empty() && *family != op->family) continue;

@@ -1,6 +1,7 @@
 // Shared option parsing and the load -> analyze step.
 #include "cli/options.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -15,33 +16,54 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
     app.add_option("--batch,-b", o.batch, "batch size: the leading dim of every input whose first dim is symbolic")
         ->capture_default_str();
   }
+  // Choices are checked by analysis_options(), which says what each flag takes.
   app.add_option("--optim", o.optim, "optimizer: sgd, adam or adamw (torch defaults, foreach on CUDA)")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
       ->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum (0.9 adds a momentum buffer per parameter)")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--amp", o.amp, "mixed precision: --amp or --amp fp16, --amp bf16 (default: fp32 training)")
-      ->check(CLI::IsMember({"none", "fp16", "bf16"}));
-  app.add_option("--loss", o.loss, "loss: ce (cross-entropy), mse, or sum")
-      ->check(CLI::IsMember({"ce", "mse", "sum"}))
-      ->capture_default_str();
+  app.add_option("--amp", o.amp, "mixed precision: --amp or --amp fp16, --amp bf16 (default: fp32 training)");
+  app.add_option("--loss", o.loss, "loss: ce (cross-entropy), mse, or sum")->capture_default_str();
   app.add_option("--dim", o.dims, "fix a symbolic dimension, NAME=VALUE (repeatable), e.g. --dim seq=512");
   app.add_option("--input-shape", o.input_shapes,
                  "TorchScript only, once per input: per-sample shape[:dtype], e.g. 3x224x224 or 512:int64");
   app.add_option("--attention", o.attention,
                  "attention kernels: fused (PyTorch 2's scaled_dot_product_attention) or eager (explicit TxT matrix)")
-      ->check(CLI::IsMember({"fused", "eager"}))
       ->capture_default_str();
   app.add_option("--checkpoint", o.checkpoint,
                  "activation checkpointing, as torch.utils.checkpoint(use_reentrant=False): none, blocks (each "
                  "repeated block: a residual stage's block, a transformer layer), or sqrt (sqrt(n) segments)")
-      ->check(CLI::IsMember({"none", "blocks", "sqrt"}))
       ->capture_default_str();
   app.add_option("--target", o.target, "GPU + torch profile for library constants (default h200-torch2.11)");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
 
+namespace {
+
+// Throws "--amp takes fp16 or bf16, not fp8" unless `value` is one of `allowed`;
+// `hidden` values are accepted without being offered ("none", --amp's absence).
+void check_choice(const char* flag, const std::string& value, std::initializer_list<const char*> allowed,
+                  std::initializer_list<const char*> hidden = {}) {
+  std::string list;
+  size_t i = 0;
+  for (const char* a : allowed) {
+    if (value == a) return;
+    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::string(a);
+    ++i;
+  }
+  for (const char* h : hidden) {
+    if (value == h) return;
+  }
+  throw Error(std::string(flag) + " takes " + list + ", not " + (value.empty() ? "nothing" : value));
+}
+
+}  // namespace
+
 AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free_dim) {
+  check_choice("--optim", o.optim, {"sgd", "adam", "adamw"});
+  check_choice("--amp", o.amp, {"fp16", "bf16"}, {"none"});
+  check_choice("--loss", o.loss, {"ce", "mse", "sum"});
+  check_choice("--attention", o.attention, {"fused", "eager"});
+  check_choice("--checkpoint", o.checkpoint, {"none", "blocks", "sqrt"});
   AnalysisOptions ao;
   for (const auto& d : o.dims) {
     auto eq = d.find('=');
@@ -81,11 +103,36 @@ const Analysis& load_and_analyze(const CommonOptions& o, const std::string& free
   return *kept.back();
 }
 
+std::optional<int64_t> fixed_batch(const Analysis& a) {
+  const std::vector<SymbolId> syms = a.accounting.input_bytes.symbols();
+  if (std::find(syms.begin(), syms.end(), a.batch) != syms.end()) return std::nullopt;
+  for (int in : a.graph.inputs) {
+    const Tensor& t = a.graph.tensors[in];
+    if (t.kind != TensorKind::Input || !t.shape || t.shape->empty()) continue;
+    if (auto lead = (*t.shape)[0].as_const()) return *lead;
+  }
+  return 0;
+}
+
+void require_free_batch(const Analysis& a, const std::string& command, std::optional<int64_t> asked) {
+  const std::optional<int64_t> fixed = fixed_batch(a);
+  if (!fixed || (asked && *asked == *fixed)) return;
+  throw Error(a.graph.file, "",
+              "no input has a symbolic batch dimension (exported without dynamic axes), so the file fixes the batch" +
+                  (*fixed > 0 ? " at " + std::to_string(*fixed) : std::string()) + " and `" + command + "` " +
+                  (asked ? "cannot answer for batch " + std::to_string(*asked) : std::string("cannot vary it")) +
+                  "; re-export with dynamic_axes={'input': {0: 'batch'}} (torch.onnx.export, "
+                  "dynamo=False) or dynamic_shapes=({0: torch.export.Dim('batch')},) (dynamo=True)");
+}
+
 std::vector<std::string> normalize_args(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] != "--amp") continue;
-    const bool has_value = i + 1 < args.size() && (args[i + 1] == "fp16" || args[i + 1] == "bf16" || args[i + 1] == "none");
+    // A word after --amp is its value (a wrong one, fp8, is then named as such); a
+    // path or a flag is not.
+    const bool has_value = i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-' &&
+                           args[i + 1].find_first_of("./") == std::string::npos;
     if (!has_value) args[i] = "--amp=fp16";
   }
   return args;

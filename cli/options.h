@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,15 @@ Graph load_graph(const CommonOptions& o);
 /// The analysis lives until the process ends: main() ends with _Exit, because tearing
 /// a large graph down node by node takes a tenth of a whole run.
 const Analysis& load_and_analyze(const CommonOptions& o, const std::string& free_dim = "");
+
+/// The batch the file fixes, when no graph input's leading dim is symbolic (an ONNX
+/// export without dynamic_axes); nullopt when --batch sets it. 0 when the file fixes
+/// it but no input says at what.
+std::optional<int64_t> fixed_batch(const Analysis& a);
+/// Throws Error naming the file, the fixed batch and the re-export advice when the
+/// file fixes the batch and `asked` (the batch a subcommand would vary or check) is
+/// not that one: `command` ("sweep", "check") cannot answer for it.
+void require_free_batch(const Analysis& a, const std::string& command, std::optional<int64_t> asked = std::nullopt);
 
 /// argv with `--amp` given no value rewritten to `--amp=fp16`.
 std::vector<std::string> normalize_args(int argc, char** argv);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "cli/json_writer.h"
+#include "cli/options.h"
 #include "cli/units.h"
 #include "estimator/allocator.h"
 
@@ -132,7 +133,7 @@ std::string node_label(const Analysis& a, int node) {
 
 std::string config_line(const Analysis& a, int64_t batch) {
   std::ostringstream out;
-  out << a.graph.file << " | batch " << batch << " | " << optim_name(a.train.optim)
+  out << a.graph.file << " | batch " << batch << (fixed_batch(a) ? " (fixed by the file)" : "") << " | " << optim_name(a.train.optim)
       << (a.train.momentum != 0 ? " momentum " + std::to_string(a.train.momentum).substr(0, 4) : "") << " | amp "
       << amp_name(a.train.amp) << " | loss " << loss_name(a.train.loss)
       << (a.train.checkpoint != Checkpoint::None ? std::string(" | checkpoint ") + checkpoint_name(a.train.checkpoint) : "")
@@ -399,6 +400,7 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   // Bytes of tensors shaped by a fallback (an op memest does not know, a rule that could
   // not decide): 0 when every shape was derived.
   w.field("fallback_bytes", a.fallback_bytes.substitute(e.bindings).as_const().value_or(-1));
+  w.field("inference_evidence", a.inference_evidence);
   w.field("inference_export", a.inference_export);
   w.field("iteration", e.peak.iter + 1);
   std::vector<int64_t> replayed;
@@ -462,10 +464,39 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.end_object();
 }
 
-std::string estimate_text(const Analysis& a, const Estimate& e, int depth) {
-  std::ostringstream out;
-  std::vector<int64_t> replayed;
-  const PeakOwners owners = peak_owners(a, live_blocks(a.program, e.peak.event), granted_of(a, e, &replayed));
+namespace {
+
+// The answer first: the peak, the reserved memory, and what the peak holds.
+void write_summary(std::ostream& out, const Analysis& a, const Estimate& e) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "Peak allocated (max_memory_allocated):  %s (%s bytes)\n",
+                format_bytes(e.peak.peak_bytes).c_str(), thousands(e.peak.peak_bytes).c_str());
+  out << buf;
+  std::snprintf(buf, sizeof(buf), "Peak reserved  (max_memory_reserved):   %s (caching allocator model)\n\n",
+                format_bytes(e.reserved_bytes).c_str());
+  out << buf;
+  out << "At the peak (" << phase_name(e.peak.phase) << ", iteration " << e.peak.iter + 1;
+  std::string where = node_label(a, e.peak.node);
+  out << (where.empty() ? "" : ", " + where) << "), as allocated:\n";
+  for (size_t c = 0; c < kCategoryCount; ++c) {
+    if (e.peak.components[c] == 0) continue;
+    std::snprintf(buf, sizeof(buf), "  %-18s %12s", category_title(static_cast<Category>(c)),
+                  format_bytes(e.peak.components[c]).c_str());
+    out << buf;
+    // The caching allocator rounds each tensor up (512 B at least), so the
+    // parameters' blocks are more than their exact size, printed below.
+    if (static_cast<Category>(c) == Category::Parameters && e.peak.components[c] != a.accounting.parameter_bytes) {
+      out << "  (allocator-rounded)";
+    }
+    out << "\n";
+  }
+  out << "\nParameters: " << thousands(a.accounting.parameter_count) << " ("
+      << format_bytes(a.accounting.parameter_bytes) << " exact), buffers " << format_bytes(a.accounting.buffer_bytes)
+      << ", inputs and targets " << format_bytes(a.accounting.input_bytes.eval(e.bindings)) << "\n\n";
+}
+
+// The per-layer tree, its footer and what it leaves out.
+void write_layer_table(std::ostream& out, const Analysis& a, const Estimate& e, int depth, const PeakOwners& owners) {
   const auto rows = layer_rows(a, e, depth, owners);
   // Tree prefixes: "│  " under a parent with siblings still to come, "   " under a last child.
   std::vector<std::string> labels;
@@ -496,7 +527,6 @@ std::string estimate_text(const Analysis& a, const Estimate& e, int depth) {
     out << s << "\n";
   };
 
-  out << config_line(a, e.batch) << "\n\n";
   line(title, "Ops", "Output shape", "Params", "Saved", "Share");
   out << std::string(width, '=') << "\n";
   out << a.graph.file.substr(a.graph.file.find_last_of('/') + 1) << "\n";
@@ -525,27 +555,20 @@ std::string estimate_text(const Analysis& a, const Estimate& e, int depth) {
     if (owners.outside[c] == 0) continue;
     out << (n++ ? ", " : "\n  ") << category_title(static_cast<Category>(c)) << " " << format_bytes(owners.outside[c]);
   }
-  out << ".\n\n";
+  out << ".\n";
+  if (depth > 0) out << "Modules are grouped " << depth << " levels deep: --depth N for more, --depth 0 for all.\n";
+}
 
-  char buf[512];
-  out << "Parameters: " << thousands(a.accounting.parameter_count) << " ("
-      << format_bytes(a.accounting.parameter_bytes) << "), buffers " << format_bytes(a.accounting.buffer_bytes)
-      << ", inputs and targets " << format_bytes(a.accounting.input_bytes.eval(e.bindings)) << "\n\n";
-  out << "At the peak (" << phase_name(e.peak.phase) << ", iteration " << e.peak.iter + 1;
-  std::string where = node_label(a, e.peak.node);
-  out << (where.empty() ? "" : ", " + where) << "):\n";
-  for (size_t c = 0; c < kCategoryCount; ++c) {
-    if (e.peak.components[c] == 0) continue;
-    std::snprintf(buf, sizeof(buf), "  %-18s %12s\n", category_title(static_cast<Category>(c)),
-                  format_bytes(e.peak.components[c]).c_str());
-    out << buf;
-  }
-  std::snprintf(buf, sizeof(buf), "\nPeak allocated (max_memory_allocated):  %s (%s bytes)\n",
-                format_bytes(e.peak.peak_bytes).c_str(), thousands(e.peak.peak_bytes).c_str());
-  out << buf;
-  std::snprintf(buf, sizeof(buf), "Peak reserved  (max_memory_reserved):   %s (caching allocator model)\n",
-                format_bytes(e.reserved_bytes).c_str());
-  out << buf;
+}  // namespace
+
+std::string estimate_text(const Analysis& a, const Estimate& e, int depth, const std::string& verdict) {
+  std::ostringstream out;
+  std::vector<int64_t> replayed;
+  const PeakOwners owners = peak_owners(a, live_blocks(a.program, e.peak.event), granted_of(a, e, &replayed));
+  out << config_line(a, e.batch) << "\n\n";
+  if (!verdict.empty()) out << verdict << "\n\n";
+  write_summary(out, a, e);
+  write_layer_table(out, a, e, depth, owners);
   return out.str();
 }
 

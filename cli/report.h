@@ -37,7 +37,9 @@ std::string node_label(const Analysis& a, int node);
 /// The estimate as JSON, streamed to `out` as it is produced (a million-node graph's
 /// report is 66 MB); `time_ms` is the time the analysis took. No trailing newline.
 void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e, int depth, double time_ms);
-std::string estimate_text(const Analysis& a, const Estimate& e, int depth);
+/// The text report: the configuration, `verdict` (a fit against a budget, if one was
+/// given), the peak and its components, then the layer tree cut at `depth`.
+std::string estimate_text(const Analysis& a, const Estimate& e, int depth, const std::string& verdict = "");
 
 /// "models/resnet18.onnx | batch 8 | adam | amp none | loss ce | h200-torch2.11"
 std::string config_line(const Analysis& a, int64_t batch);

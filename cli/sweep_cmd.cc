@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/advise.h"
 #include "cli/commands.h"
 #include "cli/fit.h"
 #include "cli/options.h"
@@ -10,79 +11,137 @@
 #include "cli/units.h"
 
 namespace memest {
+namespace {
+
+struct SweepOptions {
+  CommonOptions common;
+  BudgetOptions budget;
+  std::string sweep_dim;
+  int64_t max = kDefaultMaxBatch;
+};
+
+// What advise would change first when not even batch 1 fits: the best-ranked what-if
+// under which some batch fits, or else the one with the smallest peak.
+struct Rescue {
+  std::string text;    ///< one line for the report
+  nlohmann::json json;
+};
+
+Rescue rescue(const SweepOptions& o, int64_t budget) {
+  Analysis now;
+  std::vector<Outcome> rows;
+  {
+    Progress progress("sweep");
+    rows = rank_what_ifs(o.common, 1, budget, progress, &now);
+  }
+  const Outcome* best = nullptr;
+  for (size_t i = 1; i < rows.size() && !best; ++i) {
+    if (rows[i].error.empty() && rows[i].max_micro_batch > 0) best = &rows[i];
+  }
+  Rescue r;
+  if (best) {
+    r.text = "memest advise's first answer: " + best->what.name + " fits batch " +
+             std::to_string(best->max_micro_batch) + " (batch 1: peak " + format_bytes(best->peak) + ")";
+    r.json = {{"key", best->what.key}, {"name", best->what.name}, {"max_batch", best->max_micro_batch}};
+    return r;
+  }
+  const Outcome& least = rows.size() > 1 && rows[1].error.empty() ? rows[1] : rows[0];
+  r.text = "no what-if of memest advise fits batch 1 either (the smallest, " + least.what.name + ", reserves " +
+           format_bytes(least.reserved) + "): a larger GPU or budget is needed";
+  r.json = {{"key", least.what.key}, {"name", least.what.name}, {"max_batch", 0}, {"reserved_bytes", least.reserved}};
+  return r;
+}
+
+void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& found, const Estimate& best,
+                 const Rescue* help) {
+  const bool by_dim = !o.sweep_dim.empty();
+  const std::string what = by_dim ? o.sweep_dim : "batch";
+  const int64_t budget = o.budget.bytes();
+  const int64_t lo = found.largest;
+  const std::string note = profile_note(o.budget, *a.train.target);
+  if (o.common.json) {
+    nlohmann::json j;
+    j["model"] = a.graph.file;
+    j[by_dim ? "max_value" : "max_batch"] = lo;
+    // Every value up to this one fits; between it and the largest, not all do.
+    j[by_dim ? "contiguous_max_value" : "contiguous_max_batch"] = found.contiguous;
+    if (by_dim) {
+      j["dim"] = o.sweep_dim;
+      j["batch"] = o.common.batch;
+    }
+    j["budget_bytes"] = budget;
+    j["capacity_bytes"] = o.budget.capacity();
+    j["margin"] = o.budget.margin_fraction();
+    j["profile"] = a.train.target->name;
+    if (!o.budget.gpu.empty()) j["gpu"] = o.budget.gpu;
+    if (!note.empty()) j["profile_note"] = note;
+    j["peak_bytes"] = lo > 0 ? best.peak.peak_bytes : 0;
+    j["reserved_bytes"] = lo > 0 ? best.reserved_bytes : 0;
+    if (help) j["advice"] = help->json;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  // How the budget came about, and which profile, under the answer.
+  const std::string how = o.budget.describe();
+  const std::string notes = (how == format_bytes(budget) ? "" : "  budget: " + how + "\n") +
+                            (note.empty() ? "" : "  profile: " + note + "\n");
+  if (lo == 0) {
+    std::cout << "Not even " << what << " 1 fits in " << format_bytes(budget) << "\n" << notes;
+    if (help) std::cout << "  " << help->text << "\n";
+    return;
+  }
+  std::cout << "Largest " << what << " that fits in " << format_bytes(budget) << ": " << lo << "\n"
+            << "  peak allocated " << format_bytes(best.peak.peak_bytes) << ", reserved "
+            << format_bytes(best.reserved_bytes) << "\n"
+            << notes;
+  if (found.contiguous < lo) {
+    std::cout << "  every " << what << " up to " << found.contiguous << " fits; " << found.contiguous + 1
+              << " does not: near the cap, where the allocator's large blocks land changes with the size,\n"
+              << "  so not every " << what << " between fits (check the one you pick with `memest check`)\n";
+  }
+}
+
+int run_sweep(const SweepOptions& o) {
+  const int64_t budget = o.budget.bytes();
+  const bool by_dim = !o.sweep_dim.empty();
+  const std::string what = by_dim ? o.sweep_dim : "batch";
+  const Analysis* analysis = nullptr;
+  FitSearch found;
+  Estimate best;
+  {
+    Progress progress("sweep");  // erased before the answer prints
+    progress.update("analysing " + o.common.model);
+    analysis = &load_and_analyze(o.common, o.sweep_dim);
+    const Analysis& a = *analysis;
+    if (!by_dim) require_free_batch(a, "sweep");
+    auto try_value = [&](int64_t v, Estimate* e) {
+      return by_dim ? fits(a, o.common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
+    };
+    int tried = 0;
+    found = search_fitting(
+        [&](int64_t v) {
+          progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
+          return try_value(v, nullptr);
+        },
+        [&](int64_t v) { return by_dim ? may_fit_budget(a, o.common.batch, budget, v) : may_fit_budget(a, v, budget); },
+        o.max);
+    if (found.largest > 0) try_value(found.largest, &best);
+  }
+  std::optional<Rescue> help;
+  if (found.largest == 0 && !by_dim) help = rescue(o, budget);
+  print_sweep(o, *analysis, found, best, help ? &*help : nullptr);
+  return found.largest > 0 ? 0 : 1;
+}
+
+}  // namespace
 
 std::function<int()> setup_sweep(CLI::App& app) {
-  struct Opts {
-    CommonOptions common;
-    BudgetOptions budget;
-    std::string sweep_dim;
-    int64_t max = kDefaultMaxBatch;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<SweepOptions>();
   add_common_options(app, o->common);
   add_budget_options(app, o->budget);
   app.add_option("--sweep", o->sweep_dim, "sweep this symbolic dim instead of the batch (e.g. seq), at --batch");
   app.add_option("--max", o->max, "largest value tried")->capture_default_str();
-  return [o]() {
-    const int64_t budget = o->budget.bytes();
-    const bool by_dim = !o->sweep_dim.empty();
-    const std::string what = by_dim ? o->sweep_dim : "batch";
-    const Analysis* analysis = nullptr;
-    int64_t lo = 0;
-    FitSearch found;
-    Estimate best;
-    {
-      Progress progress("sweep");  // erased before the answer prints
-      progress.update("analysing " + o->common.model);
-      analysis = &load_and_analyze(o->common, o->sweep_dim);
-      const Analysis& a = *analysis;
-      auto try_value = [&](int64_t v, Estimate* e) {
-        return by_dim ? fits(a, o->common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
-      };
-      int tried = 0;
-      found = search_fitting(
-          [&](int64_t v) {
-            progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
-            return try_value(v, nullptr);
-          },
-          [&](int64_t v) {
-            return by_dim ? may_fit_budget(a, o->common.batch, budget, v) : may_fit_budget(a, v, budget);
-          },
-          o->max);
-      lo = found.largest;
-      if (lo > 0) try_value(lo, &best);
-    }
-    const Analysis& a = *analysis;
-    if (o->common.json) {
-      nlohmann::json j;
-      j["model"] = a.graph.file;
-      j[by_dim ? "max_value" : "max_batch"] = lo;
-      // Every value up to this one fits; between it and the largest, not all do.
-      j[by_dim ? "contiguous_max_value" : "contiguous_max_batch"] = found.contiguous;
-      if (by_dim) {
-        j["dim"] = o->sweep_dim;
-        j["batch"] = o->common.batch;
-      }
-      j["budget_bytes"] = budget;
-      j["peak_bytes"] = lo > 0 ? best.peak.peak_bytes : 0;
-      j["reserved_bytes"] = lo > 0 ? best.reserved_bytes : 0;
-      std::cout << j.dump(2) << "\n";
-    } else {
-      if (lo == 0) {
-        std::cout << "Not even " << what << " 1 fits in " << format_bytes(budget) << "\n";
-      } else {
-        std::cout << "Largest " << what << " that fits in " << format_bytes(budget) << ": " << lo << "\n"
-                  << "  peak allocated " << format_bytes(best.peak.peak_bytes) << ", reserved "
-                  << format_bytes(best.reserved_bytes) << "\n";
-        if (found.contiguous < lo) {
-          std::cout << "  every " << what << " up to " << found.contiguous << " fits; " << found.contiguous + 1
-                    << " does not: near the cap, where the allocator's large blocks land changes with the size,\n"
-                    << "  so not every " << what << " between fits (check the one you pick with `memest check`)\n";
-        }
-      }
-    }
-    return 0;
-  };
+  return [o]() { return run_sweep(*o); };
 }
 
 std::function<int()> setup_check(CLI::App& app) {
@@ -97,19 +156,28 @@ std::function<int()> setup_check(CLI::App& app) {
   return [o]() {
     const int64_t budget = o->budget.bytes();
     const Analysis& a = load_and_analyze(o->common);
+    require_free_batch(a, "check", o->common.batch);
     Estimate e;
     const bool ok = fits(a, o->common.batch, budget, std::nullopt, &e);
     const int64_t headroom = budget - e.reserved_bytes;
+    const std::string note = profile_note(o->budget, *a.train.target);
     if (o->common.json) {
       nlohmann::json j = {{"model", a.graph.file},        {"batch", o->common.batch}, {"fits", ok},
                           {"peak_bytes", e.peak.peak_bytes}, {"reserved_bytes", e.reserved_bytes},
-                          {"budget_bytes", budget},        {"headroom_bytes", headroom}};
+                          {"budget_bytes", budget},        {"headroom_bytes", headroom},
+                          {"capacity_bytes", o->budget.capacity()}, {"margin", o->budget.margin_fraction()},
+                          {"profile", a.train.target->name}};
+      if (!o->budget.gpu.empty()) j["gpu"] = o->budget.gpu;
+      if (!note.empty()) j["profile_note"] = note;
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << (ok ? "fits" : "does not fit") << ": batch " << o->common.batch << ", reserved "
                 << format_bytes(e.reserved_bytes) << " (allocated " << format_bytes(e.peak.peak_bytes)
                 << ") of " << format_bytes(budget) << ", headroom "
                 << (headroom < 0 ? "-" + format_bytes(-headroom) : format_bytes(headroom)) << "\n";
+      const std::string how = o->budget.describe();
+      if (how != format_bytes(budget)) std::cout << "  budget: " << how << "\n";
+      if (!note.empty()) std::cout << "  profile: " << note << "\n";
     }
     return ok ? 0 : 1;
   };

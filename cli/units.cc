@@ -29,6 +29,12 @@ int64_t parse_size(const std::string& text) {
   }
   if (mult == 0) throw Error(bad);
   const double v = std::stod(num) * mult;
+  // A bare number is bytes, as the protocol says, but no GPU budget is below 1 MiB:
+  // `--budget 24` is a forgotten unit, and answering for 24 bytes would mislead.
+  if (unit.empty() && v < kMinBareBytes) {
+    throw Error("size '" + text + "' has no unit, so it would be " + text +
+                " bytes: write " + num + "GiB, " + num + "GB or " + num + "MiB (" + num + "B for bytes)");
+  }
   if (!(v > 0) || v > 9.0e18) throw Error("size '" + text + "' must be positive and below 8 EiB");
   return static_cast<int64_t>(std::llround(v));
 }

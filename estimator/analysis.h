@@ -44,7 +44,8 @@ struct Analysis {
   /// Bytes of the tensors whose shapes the shape pass assumed (an unsupported op, a rule
   /// that could not decide): how much of the estimate rests on a fallback.
   Expr fallback_bytes;
-  bool inference_export = false;         ///< BatchNorm in inference mode, no Dropout: a hint to the user
+  bool inference_export = false;         ///< the graph looks exported in eval mode: a hint to the user
+  std::string inference_evidence;        ///< what says so ("BatchNormalization in inference mode"), or ""
 };
 
 /// Runs the pipeline. Throws Error for a graph memest cannot estimate.

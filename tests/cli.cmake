@@ -26,7 +26,8 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endif()
 
-foreach(name timeline advise)
+# newcomer: issue 23's findings replayed; examples: every command line in --help and README.md.
+foreach(name timeline advise newcomer examples)
   add_test(NAME cli_${name}
            COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/${name}_test.py $<TARGET_FILE:memest>
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
