@@ -235,7 +235,6 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
         opt.zero_grad(set_to_none=True)
         phases.mark(it, "zero_grad")
         for micro in range(accum):  # --grad-accum K: K forward/backward passes per optimizer step
-            out = loss = None  # the previous micro-step's graph is gone before the next forward
             with autocast(device, cfg.amp):
                 out = model(*xs)
                 loss = loss_fn(entry.loss, out, y)
