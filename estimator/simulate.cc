@@ -10,6 +10,7 @@
 #include <span>
 
 #include "estimator/error.h"
+#include "estimator/finetune.h"
 #include "estimator/frames.h"
 #include "estimator/ops/registry.h"
 
@@ -106,6 +107,7 @@ class Builder {
       numel_[t] = ten.shape ? product(*ten.shape) : Expr(0);
     }
     node_rg_.assign(nn, false);
+    trainable_ = trainable_parameters(g, cfg.train, cfg.freeze);
     frame_release_ = frame_release_nodes(g);
     frame_held_.resize(nn);
     prog_.saved_by_node.resize(nn);
@@ -142,11 +144,15 @@ class Builder {
         grad_slot_[param] = -1;
       }
       param_grads_.clear();
-      phase_ = Phase::Forward;
-      forward();
-      if (it == 0) size_targets_like_outputs();
-      phase_ = Phase::Backward;
-      backward();
+      // --grad-accum K: the .grad tensors persist across the K micro-steps, and
+      // AccumulateGrad adds the 2nd..Kth gradients into them (accumulate()).
+      for (int micro = 0; micro < std::max(1, cfg_.grad_accum); ++micro) {
+        phase_ = Phase::Forward;
+        forward();
+        if (it == 0 && micro == 0) size_targets_like_outputs();
+        phase_ = Phase::Backward;
+        backward();
+      }
       phase_ = Phase::Optimizer;
       step();
     }
@@ -198,7 +204,7 @@ class Builder {
       const Tensor& ten = g_.tensors[t];
       if (ten.kind == TensorKind::Parameter && !ten.consumers.empty()) {
         block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Parameters, -1);
-        requires_grad_[t] = true;
+        requires_grad_[t] = trainable_[t];
         params_.push_back(static_cast<int>(t));
       } else if (ten.kind == TensorKind::Buffer && !ten.consumers.empty()) {
         block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
@@ -266,6 +272,13 @@ class Builder {
       for (int b : prev_out_) unref(b);
       prev_out_.clear();
     }
+    if (cfg_.grad_accum > 1 && !cur_loss_.empty()) {
+      // `loss = loss_fn(out, y) / K`: a new scalar, and the undivided loss goes (DivBackward0
+      // by a Python number saves neither).
+      const int divided = alloc(Expr(4), Category::Activations, -1);
+      unref(cur_loss_[0]);
+      cur_loss_[0] = divided;
+    }
     // Leaving the autocast region clears its cache; saved references keep what backward needs.
     for (int& b : cache_) {
       if (b >= 0) unref(b);
@@ -305,8 +318,10 @@ class Builder {
         if (want != DType::Undefined) {
           e.dtype = want;
           e.cast = true;
-          if (facts_[t].kind == TensorKind::Parameter) {
-            // Autocast caches the low-precision copy of a leaf weight until the region ends.
+          if (facts_[t].kind == TensorKind::Parameter && requires_grad_[t]) {
+            // Autocast caches the low-precision copy of a leaf weight until the region ends;
+            // only of one that requires grad (autocast_mode.cpp, can_try_cache): a frozen
+            // weight is cast anew at each use, the copy kept only if backward saves it.
             if (cache_[t] < 0) {
               cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
               cached_.push_back(t);
@@ -541,6 +556,11 @@ class Builder {
       } else {
         grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
       }
+      if (cfg_.grad_accum > 1) {  // DivBackward0 of `/ K`: grad / K, a new scalar
+        const int divided = alloc(Expr(4), Category::Temporaries, -1);
+        unref(grad_[seed_t]);
+        grad_[seed_t] = divided;
+      }
     }
     for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
       if (dead_[k]) continue;
@@ -745,6 +765,7 @@ class Builder {
   std::vector<int> block_of_;
   std::vector<DType> run_dtype_;
   std::vector<bool> requires_grad_, node_rg_;
+  std::vector<bool> trainable_;  // per tensor: a parameter that trains (--train / --freeze)
   // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
   std::vector<std::vector<int8_t>> layout_;
   std::vector<int> grad_, cache_;
