@@ -466,7 +466,12 @@ class Builder {
         bool keep = info->saves_input(i);
         if (!keep && i < 32 && (info->saved_if_other >> i) & 1u) {
           for (size_t j = 0; j < eff.size(); ++j) {
-            if (j != i && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') keep = true;
+            // A bias (a third input outside the mask: Linear's, Gemm's C) needs neither
+            // operand for its gradient (addmm's derivative formulas).
+            const bool operand = j < 2 || (j < 32 && (info->saved_if_other >> j) & 1u);
+            if (j != i && operand && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') {
+              keep = true;
+            }
           }
         }
         if (keep) {

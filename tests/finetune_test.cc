@@ -86,6 +86,9 @@ TEST_CASE("first layer frozen: fc1 and the ReLU save nothing, only fc2 has gradi
   CHECK(saved_by(a, "fc1", B).empty());
   CHECK(saved_by(a, "act", B).empty());
   // fc2 keeps r (its weight's gradient needs it), not its weight (r needs no gradient).
+  for (auto [c, b] : saved_by(a, "fc2", B)) MESSAGE("fc2 saved ", category_key(c), " ", b);
+  for (size_t c = 0; c < kCategoryCount; ++c) MESSAGE(category_key(static_cast<Category>(c)), " ", e.peak.components[c]);
+  for (auto& p : e.peak.phases) MESSAGE(p.iter, " ", phase_name(p.phase), " ", p.peak);
   CHECK(saved_by(a, "fc2", B) == std::vector<std::pair<Category, int64_t>>{{Category::Activations, B * 128 * 4}});
   // .grad of fc2.weight and fc2.bias, three iterations: no backward runs for fc1.
   CHECK(count_blocks(a, Category::Gradients) == 2 * 3);
