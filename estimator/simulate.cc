@@ -108,6 +108,11 @@ class Builder {
     }
     node_rg_.assign(nn, false);
     trainable_ = trainable_parameters(g, cfg.train, cfg.freeze);
+    lora_a_.assign(nn, false);
+    for (size_t k = 0; k < nn; ++k) {
+      const std::string& m = g.nodes[k].module;
+      lora_a_[k] = m.find(".lora_A.") != std::string::npos || m.ends_with(".lora_A");
+    }
     frame_release_ = frame_release_nodes(g);
     frame_held_.resize(nn);
     prog_.saved_by_node.resize(nn);
@@ -311,6 +316,16 @@ class Builder {
       int t = ins[i];
       if (t < 0) continue;
       EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
+      if (amp && i == 0 && lora_a_[k] && e.dtype == low_ && on_gpu(t)) {
+        // peft's LoRA Linear casts the adapter's input to the adapter weight's dtype
+        // (`x = self._cast_input_dtype(x, lora_A.weight.dtype)`, float32), a no-op in the
+        // exported graph; under autocast a half input becomes a float copy, which lora_A
+        // then casts down again: that second copy is what its backward keeps. GPU trace of
+        // a 1.1B Llama's LoRA on o_proj (bf16): 8 MiB per layer beside the attention output.
+        temps.push_back(alloc(bytes_of(t, DType::F32), Category::Activations, k));
+        e.dtype = DType::F32;
+        e.cast = true;
+      }
       if (amp && is_floating(e.dtype) && on_gpu(t)) {
         DType want = DType::Undefined;
         if (policy == Autocast::Lower && e.dtype != low_) want = low_;
@@ -771,6 +786,7 @@ class Builder {
   std::vector<DType> run_dtype_;
   std::vector<bool> requires_grad_, node_rg_;
   std::vector<bool> trainable_;  // per tensor: a parameter that trains (--train / --freeze)
+  std::vector<bool> lora_a_;     // per node: in a peft LoRA adapter's lora_A (its input is cast to float)
   // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
   std::vector<std::vector<int8_t>> layout_;
   std::vector<int> grad_, cache_;
