@@ -33,6 +33,15 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
                  "activation checkpointing, as torch.utils.checkpoint(use_reentrant=False): none, blocks (each "
                  "repeated block: a residual stage's block, a transformer layer), or sqrt (sqrt(n) segments)")
       ->capture_default_str();
+  app.add_option("--train", o.train,
+                 "fine-tuning: only parameters matching PATTERN train (repeatable); a glob (* matches dots too, "
+                 "'*lora_*') or a dotted prefix ('fc' matches fc.weight, fc.bias)");
+  app.add_option("--freeze", o.freeze, "fine-tuning: parameters matching PATTERN are frozen, the rest train (repeatable)")
+      ->excludes(app.get_option("--train"));
+  app.add_option("--grad-accum", o.grad_accum,
+                 "gradient accumulation: K forward/backward passes of --batch samples per optimizer step (loss / K)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.add_option("--target", o.target, "GPU + torch profile for library constants (default h200-torch2.11)");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
@@ -86,6 +95,9 @@ AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free
   t.checkpoint = o.checkpoint == "blocks" ? Checkpoint::Blocks : o.checkpoint == "sqrt" ? Checkpoint::Sqrt
                                                                                         : Checkpoint::None;
   t.target = &find_target(o.target);
+  t.train = o.train;
+  t.freeze = o.freeze;
+  t.grad_accum = o.grad_accum;
   return ao;
 }
 

@@ -23,6 +23,8 @@ struct CommonOptions {
   std::string attention = "fused";
   std::string checkpoint = "none";
   std::string target;
+  std::vector<std::string> train, freeze;  ///< --train / --freeze PATTERN (fine-tuning)
+  int grad_accum = 1;                      ///< --grad-accum K
   bool json = false;
 };
 

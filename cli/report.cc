@@ -13,6 +13,7 @@
 #include "cli/options.h"
 #include "cli/units.h"
 #include "estimator/allocator.h"
+#include "estimator/finetune.h"
 
 namespace memest {
 namespace {
@@ -137,7 +138,10 @@ std::string config_line(const Analysis& a, int64_t batch) {
       << (a.train.momentum != 0 ? " momentum " + std::to_string(a.train.momentum).substr(0, 4) : "") << " | amp "
       << amp_name(a.train.amp) << " | loss " << loss_name(a.train.loss)
       << (a.train.checkpoint != Checkpoint::None ? std::string(" | checkpoint ") + checkpoint_name(a.train.checkpoint) : "")
-      << " | " << a.train.target->name;
+      << (a.train.grad_accum > 1 ? " | grad-accum " + std::to_string(a.train.grad_accum) : "");
+  for (const auto& p : a.train.train) out << " | train " << p;
+  for (const auto& p : a.train.freeze) out << " | freeze " << p;
+  out << " | " << a.train.target->name;
   return out.str();
 }
 
@@ -226,6 +230,7 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
   // Parameters not yet counted: tied weights count once.
   std::vector<char> uncounted(g.tensors.size(), 0);
   for (size_t t = 0; t < g.tensors.size(); ++t) uncounted[t] = g.tensors[t].kind == TensorKind::Parameter;
+  const std::vector<bool> trains = trainable_parameters(g, a.train.train, a.train.freeze);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     if (at_peak[k] == 0 && saved_by[k] == 0) {
@@ -243,18 +248,21 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
       if (!own.ops.empty()) own.ops += ", ";
       own.ops += n.op;
     }
-    int64_t params = 0;
+    int64_t params = 0, trainable = 0;
     const int64_t saved = saved_by[k];
     for (int in : n.inputs) {
       if (in < 0 || !uncounted[in]) continue;
       uncounted[in] = 0;
-      params += product(*g.tensors[in].shape).as_const().value_or(0);
+      const int64_t numel = product(*g.tensors[in].shape).as_const().value_or(0);
+      params += numel;
+      if (trains[in]) trainable += numel;
     }
     const bool shaped = !n.outputs.empty() && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].shape;
     // A parent includes its children: every figure goes to the module and all above it.
     for (int t = id; t >= 0; t = tree[t].parent) {
       LayerRow& r = tree[t].row;
       r.parameters += params;
+      r.trainable += trainable;
       r.saved_bytes += saved;
       r.peak_bytes += at_peak[k];
       if (shaped) tree[t].shape_node = static_cast<int>(k);
@@ -371,6 +379,8 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.field("input_bytes", a.accounting.input_bytes.eval(e.bindings));
   w.field("parameter_bytes", a.accounting.parameter_bytes);
   w.field("parameter_count", a.accounting.parameter_count);
+  w.field("trainable_parameter_count", a.accounting.trainable_count);
+  w.field("trainable_parameters", a.accounting.trainable_bytes);
   w.end_object();
   w.field("batch", e.batch);
   w.key("components");
@@ -387,6 +397,7 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.field("amp", amp_name(a.train.amp));
   w.field("attention", a.train.attention == Attention::Fused ? "fused" : "eager");
   w.field("checkpoint", checkpoint_name(a.train.checkpoint));
+  w.field("grad_accum", a.train.grad_accum);
   w.field("loss", loss_name(a.train.loss));
   w.field("momentum", a.train.momentum);
   w.field("optim", optim_name(a.train.optim));
@@ -418,6 +429,7 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
     w.field("peak_bytes", r.peak_bytes);
     w.field("saved_bytes", r.saved_bytes);
     w.field("share", r.share);
+    w.field("trainable_parameters", r.trainable);
     w.end_object();
   }
   w.end_array();
@@ -490,8 +502,13 @@ void write_summary(std::ostream& out, const Analysis& a, const Estimate& e) {
     }
     out << "\n";
   }
+  const bool finetuning = a.accounting.trainable_count != a.accounting.parameter_count;
   out << "\nParameters: " << thousands(a.accounting.parameter_count) << " ("
-      << format_bytes(a.accounting.parameter_bytes) << " exact), buffers " << format_bytes(a.accounting.buffer_bytes)
+      << format_bytes(a.accounting.parameter_bytes) << " exact)"
+      << (finetuning ? ", of which " + thousands(a.accounting.trainable_count) + " (" +
+                           format_bytes(a.accounting.trainable_bytes) + ") train"
+                     : std::string())
+      << ", buffers " << format_bytes(a.accounting.buffer_bytes)
       << ", inputs and targets " << format_bytes(a.accounting.input_bytes.eval(e.bindings)) << "\n\n";
 }
 
@@ -531,11 +548,17 @@ void write_layer_table(std::ostream& out, const Analysis& a, const Estimate& e, 
   out << std::string(width, '=') << "\n";
   out << a.graph.file.substr(a.graph.file.find_last_of('/') + 1) << "\n";
   int64_t total_params = 0, total_saved = 0, total_peak = 0;
+  const bool finetuning = a.accounting.trainable_count != a.accounting.parameter_count;
+  // Fine-tuning: a frozen row's count ends in "F", a partly frozen one's in "f".
+  auto params_cell = [&](const LayerRow& r) {
+    if (!r.parameters) return std::string("--");
+    if (!finetuning) return thousands(r.parameters);
+    return thousands(r.parameters) + (r.trainable == r.parameters ? " " : r.trainable == 0 ? "F" : "f");
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
     const LayerRow& r = rows[i];
-    line(labels[i], r.ops.empty() ? "--" : r.ops, r.output_shape.empty() ? "--" : r.output_shape,
-         r.parameters ? thousands(r.parameters) : "--", r.saved_bytes ? format_bytes(r.saved_bytes) : "--",
-         percent(r.share, r.peak_bytes));
+    line(labels[i], r.ops.empty() ? "--" : r.ops, r.output_shape.empty() ? "--" : r.output_shape, params_cell(r),
+         r.saved_bytes ? format_bytes(r.saved_bytes) : "--", percent(r.share, r.peak_bytes));
     if (r.depth == 1) {
       total_params += r.parameters;
       total_saved += r.saved_bytes;
@@ -546,6 +569,7 @@ void write_layer_table(std::ostream& out, const Analysis& a, const Estimate& e, 
   const double total_share = e.peak.peak_bytes > 0 ? static_cast<double>(total_peak) / e.peak.peak_bytes : 0;
   line("Total", "", "", thousands(total_params), format_bytes(total_saved), percent(total_share, total_peak));
   out << std::string(width, '=') << "\n";
+  if (finetuning) out << "F: frozen (no gradient, no optimizer state), f: partly frozen.\n";
   out << "Params: parameter elements. Saved: activations the layer produced that autograd keeps for backward\n"
       << "(one iteration, each tensor once).\n"
       << "Share: part of the " << format_bytes(e.peak.peak_bytes)

@@ -16,6 +16,7 @@ struct LayerRow {
   std::string ops;          ///< op types of the module's own nodes (children's not included)
   std::string output_shape; ///< output of the last node in the subtree, evaluated
   int64_t parameters = 0;   ///< parameter elements the subtree uses (tied weights once)
+  int64_t trainable = 0;    ///< of which train (--train / --freeze; all by default)
   int64_t saved_bytes = 0;  ///< activations the subtree produced that autograd keeps, one iteration, each once (512-B rounded)
   int64_t peak_bytes = 0;   ///< bytes alive at the peak that the subtree's nodes allocated (forward or backward)
   double share = 0;         ///< peak_bytes / the peak

@@ -6,6 +6,7 @@
 
 #include "estimator/allocator.h"
 #include "estimator/error.h"
+#include "estimator/finetune.h"
 #include "estimator/fuse.h"
 #include "estimator/loss.h"
 #include "estimator/ops/registry.h"
@@ -62,14 +63,20 @@ void demote_untrained_parameters(Graph& g) {
   }
 }
 
-Accounting account(const Graph& g) {
+Accounting account(const Graph& g, const TrainConfig& cfg) {
   Accounting a;
-  for (const auto& t : g.tensors) {
+  const std::vector<bool> trains = trainable_parameters(g, cfg.train, cfg.freeze);
+  for (size_t k = 0; k < g.tensors.size(); ++k) {
+    const Tensor& t = g.tensors[k];
     if (t.consumers.empty() || !t.shape) continue;
     if (t.kind == TensorKind::Parameter) {
       auto n = product(*t.shape).as_const().value_or(0);
       a.parameter_count = checked_add(a.parameter_count, n);
       a.parameter_bytes = checked_add(a.parameter_bytes, checked_mul(n, dtype_size(t.dtype)));
+      if (trains[k]) {
+        a.trainable_count = checked_add(a.trainable_count, n);
+        a.trainable_bytes = checked_add(a.trainable_bytes, checked_mul(n, dtype_size(t.dtype)));
+      }
     } else if (t.kind == TensorKind::Buffer) {
       a.buffer_bytes = checked_add(a.buffer_bytes, t.bytes().as_const().value_or(0));
     } else if (t.kind == TensorKind::Input) {
@@ -228,7 +235,7 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
   a.fused = fuse_patterns(g, fo);
   laps.lap(&StageTimes::fuse);
   append_loss(g, a.train.loss);
-  a.accounting = account(g);
+  a.accounting = account(g, a.train);
   laps.lap(&StageTimes::loss);
   a.program = build_program(g, a.train);
   if (a.train.checkpoint != Checkpoint::None && checkpoint_segments(g, a.train.checkpoint).empty()) {

@@ -28,6 +28,8 @@ struct AnalysisOptions {
 struct Accounting {
   int64_t parameter_count = 0;
   int64_t parameter_bytes = 0;
+  int64_t trainable_count = 0;  ///< parameters that train (--train / --freeze; all by default)
+  int64_t trainable_bytes = 0;
   int64_t buffer_bytes = 0;
   Expr input_bytes;  ///< x and y, symbolic in the batch
 };

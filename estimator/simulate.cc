@@ -10,6 +10,7 @@
 #include <span>
 
 #include "estimator/error.h"
+#include "estimator/finetune.h"
 #include "estimator/frames.h"
 #include "estimator/ops/registry.h"
 
@@ -106,6 +107,12 @@ class Builder {
       numel_[t] = ten.shape ? product(*ten.shape) : Expr(0);
     }
     node_rg_.assign(nn, false);
+    trainable_ = trainable_parameters(g, cfg.train, cfg.freeze);
+    lora_a_.assign(nn, false);
+    for (size_t k = 0; k < nn; ++k) {
+      const std::string& m = g.nodes[k].module;
+      lora_a_[k] = m.find(".lora_A.") != std::string::npos || m.ends_with(".lora_A");
+    }
     frame_release_ = frame_release_nodes(g);
     frame_held_.resize(nn);
     prog_.saved_by_node.resize(nn);
@@ -142,11 +149,15 @@ class Builder {
         grad_slot_[param] = -1;
       }
       param_grads_.clear();
-      phase_ = Phase::Forward;
-      forward();
-      if (it == 0) size_targets_like_outputs();
-      phase_ = Phase::Backward;
-      backward();
+      // --grad-accum K: the .grad tensors persist across the K micro-steps, and
+      // AccumulateGrad adds the 2nd..Kth gradients into them (accumulate()).
+      for (int micro = 0; micro < std::max(1, cfg_.grad_accum); ++micro) {
+        phase_ = Phase::Forward;
+        forward();
+        if (it == 0 && micro == 0) size_targets_like_outputs();
+        phase_ = Phase::Backward;
+        backward();
+      }
       phase_ = Phase::Optimizer;
       step();
     }
@@ -198,7 +209,7 @@ class Builder {
       const Tensor& ten = g_.tensors[t];
       if (ten.kind == TensorKind::Parameter && !ten.consumers.empty()) {
         block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Parameters, -1);
-        requires_grad_[t] = true;
+        requires_grad_[t] = trainable_[t];
         params_.push_back(static_cast<int>(t));
       } else if (ten.kind == TensorKind::Buffer && !ten.consumers.empty()) {
         block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
@@ -266,6 +277,13 @@ class Builder {
       for (int b : prev_out_) unref(b);
       prev_out_.clear();
     }
+    if (cfg_.grad_accum > 1 && !cur_loss_.empty()) {
+      // `loss = loss_fn(out, y) / K`: a new scalar, and the undivided loss goes (DivBackward0
+      // by a Python number saves neither).
+      const int divided = alloc(Expr(4), Category::Activations, -1);
+      unref(cur_loss_[0]);
+      cur_loss_[0] = divided;
+    }
     // Leaving the autocast region clears its cache; saved references keep what backward needs.
     for (int& b : cache_) {
       if (b >= 0) unref(b);
@@ -298,6 +316,16 @@ class Builder {
       int t = ins[i];
       if (t < 0) continue;
       EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
+      if (amp && i == 0 && lora_a_[k] && e.dtype == low_ && on_gpu(t)) {
+        // peft's LoRA Linear casts the adapter's input to the adapter weight's dtype
+        // (`x = self._cast_input_dtype(x, lora_A.weight.dtype)`, float32), a no-op in the
+        // exported graph; under autocast a half input becomes a float copy, which lora_A
+        // then casts down again: that second copy is what its backward keeps. GPU trace of
+        // a 1.1B Llama's LoRA on o_proj (bf16): 8 MiB per layer beside the attention output.
+        temps.push_back(alloc(bytes_of(t, DType::F32), Category::Activations, k));
+        e.dtype = DType::F32;
+        e.cast = true;
+      }
       if (amp && is_floating(e.dtype) && on_gpu(t)) {
         DType want = DType::Undefined;
         if (policy == Autocast::Lower && e.dtype != low_) want = low_;
@@ -305,8 +333,10 @@ class Builder {
         if (want != DType::Undefined) {
           e.dtype = want;
           e.cast = true;
-          if (facts_[t].kind == TensorKind::Parameter) {
-            // Autocast caches the low-precision copy of a leaf weight until the region ends.
+          if (facts_[t].kind == TensorKind::Parameter && requires_grad_[t]) {
+            // Autocast caches the low-precision copy of a leaf weight until the region ends;
+            // only of one that requires grad (autocast_mode.cpp, can_try_cache): a frozen
+            // weight is cast anew at each use, the copy kept only if backward saves it.
             if (cache_[t] < 0) {
               cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
               cached_.push_back(t);
@@ -451,7 +481,12 @@ class Builder {
         bool keep = info->saves_input(i);
         if (!keep && i < 32 && (info->saved_if_other >> i) & 1u) {
           for (size_t j = 0; j < eff.size(); ++j) {
-            if (j != i && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') keep = true;
+            // A bias (a third input outside the mask: Linear's, Gemm's C) needs neither
+            // operand for its gradient (addmm's derivative formulas).
+            const bool operand = j < 2 || (j < 32 && (info->saved_if_other >> j) & 1u);
+            if (j != i && operand && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') {
+              keep = true;
+            }
           }
         }
         if (keep) {
@@ -549,6 +584,11 @@ class Builder {
         unref(scaled);
       } else {
         grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
+      }
+      if (cfg_.grad_accum > 1) {  // DivBackward0 of `/ K`: grad / K, a new scalar
+        const int divided = alloc(Expr(4), Category::Temporaries, -1);
+        unref(grad_[seed_t]);
+        grad_[seed_t] = divided;
       }
     }
     for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
@@ -754,6 +794,8 @@ class Builder {
   std::vector<int> block_of_;
   std::vector<DType> run_dtype_;
   std::vector<bool> requires_grad_, node_rg_;
+  std::vector<bool> trainable_;  // per tensor: a parameter that trains (--train / --freeze)
+  std::vector<bool> lora_a_;     // per node: in a peft LoRA adapter's lora_A (its input is cast to float)
   // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
   std::vector<std::vector<int8_t>> layout_;
   std::vector<int> grad_, cache_;

@@ -41,6 +41,9 @@ struct TrainConfig {
   int iterations = 3;
   bool foreach = true;  ///< torch's default multi-tensor optimizer (false: fused, no temporaries)
   Checkpoint checkpoint = Checkpoint::None;  ///< torch.utils.checkpoint(use_reentrant=False) per block
+  std::vector<std::string> train;   ///< --train PATTERN: only matching parameters train (finetune.h)
+  std::vector<std::string> freeze;  ///< --freeze PATTERN: matching parameters are frozen
+  int grad_accum = 1;               ///< --grad-accum K: K forward/backward passes per optimizer step
   const Target* target = nullptr;
 };
 

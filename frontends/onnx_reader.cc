@@ -17,6 +17,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
@@ -617,17 +618,29 @@ Graph read_model(std::string_view bytes, const std::string& file) {
 
 // The exporter also folds weights' transposes into initializers of its own names
 // ("val_1188": lm_head.weight transposed), which are parameters all the same; only small
-// unlisted initializers are taken for buffers.
+// unlisted initializers are taken for buffers, unless a consumer's module lists a weight
+// that is not in the file: that weight folded (a LoRA adapter's 8 x 512 lora_A).
 void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters) {
   constexpr int64_t kMaxFoldedBuffer = 4096;
   std::vector<bool> listed(g.tensors.size());
+  std::unordered_set<std::string_view> folded;  // listed weights with no initializer of their name
   for (std::string_view name : parameters) {
     const int id = g.find_tensor(name);
-    if (id >= 0) listed[id] = true;
+    if (id >= 0) {
+      listed[id] = true;
+    } else {
+      folded.insert(name);
+    }
   }
+  auto folded_weight = [&](const Tensor& ten) {
+    for (int c : ten.consumers) {
+      if (folded.count(g.nodes[c].module + ".weight")) return true;
+    }
+    return false;
+  };
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
-    if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
+    if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape || folded_weight(ten)) continue;
     int64_t numel = 1;
     for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
     if (numel <= kMaxFoldedBuffer) ten.kind = TensorKind::Buffer;

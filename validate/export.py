@@ -25,6 +25,9 @@ def _example(entry, batch=2):
     import torch
     torch.manual_seed(0)
     from validate.loop import make_inputs
+    if entry.export_dims:  # a symbolic dim, smaller for the trace (llama1b: seq 2048 -> 32)
+        import dataclasses
+        entry = dataclasses.replace(entry, dims={**entry.dims, **entry.export_dims})
     return tuple(make_inputs(entry, batch, "cpu"))
 
 
@@ -134,7 +137,7 @@ def export_entry(entry, out_dir, exporters=("legacy", "dynamo"), eval_mode=False
             return {"model": entry.name, "status": "failed", "errors": errors}
         opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), how[2])
         meta = {
-            "memest.zoo_name": entry.name, "memest.source": entry.source, "memest.exporter": how[0],
+            "memest.zoo_name": entry.graph or entry.name, "memest.source": entry.source, "memest.exporter": how[0],
             "memest.mode": how[1], "memest.torch": torch.__version__, "memest.opset": opset,
             "memest.loss": entry.loss, "memest.args": " ".join(entry.memest_extra()),
             "memest.batches": "%d,%d" % entry.batches, "memest.exported_at": time.strftime("%Y-%m-%d"),
@@ -236,8 +239,8 @@ def main(argv):
     p = argparse.ArgumentParser(prog="python3 -m validate export")
     p.add_argument("--out", default="models", help="folder for <name>.onnx")
     p.add_argument("--models", default=None, help="comma-separated zoo names (default: all)")
-    p.add_argument("--set", default="zoo", help="zoo (default) or holdout: which model list; holdout files go "
-                   "to OUT/holdout/")
+    p.add_argument("--set", default="zoo", help="zoo (default), holdout, blind or finetune: which model list; "
+                   "their files go to OUT/<set>/")
     p.add_argument("--exporters", default="legacy,dynamo")
     p.add_argument("--eval", action="store_true", help="dynamo: export in eval mode, as a user who called "
                    "model.eval() first would (tests memest's inference-export warning)")
@@ -256,7 +259,11 @@ def main(argv):
     import torch
     torch.set_num_threads(min(8, os.cpu_count() or 1))
     results = []
+    seen = set()
     for e in zoo.select(args.models, args.set):
+        if e.onnx in seen:  # fine-tuning entries that share a graph: exported once
+            continue
+        seen.add(e.onnx)
         if e.needs and args.skip_missing:
             try:
                 __import__(e.needs)

@@ -64,8 +64,10 @@ class Phases:
             torch.cuda.reset_peak_memory_stats()
         self.t0 = time.time()
 
-    def mark(self, it, phase, final=False):
+    def mark(self, it, phase, final=False, micro=None):
         row = {"it": it, "phase": phase}
+        if micro is not None:
+            row["micro"] = micro  # --grad-accum: which micro-step of the iteration
         if self.plain and not final:
             return
         if self.cuda:
@@ -175,6 +177,20 @@ def probe_output(entry, cpu_model, amp, device):
     return meta
 
 
+def set_trainable(entry, model, info):
+    """protocol.md's fine-tuning: requires_grad from --train / --freeze (every parameter when neither)."""
+    from validate.zoo import trainable
+    train, freeze = getattr(entry, "train", ()), getattr(entry, "freeze", ())
+    if not train and not freeze:
+        return
+    n = 0
+    for name, p in model.named_parameters():
+        p.requires_grad_(trainable(name, train, freeze))
+        n += int(p.requires_grad)
+    if n == 0:
+        raise ValueError("--train/--freeze leave no parameter trainable")
+
+
 def tensor_bytes(t):
     return t.numel() * t.element_size()
 
@@ -189,6 +205,7 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
     clean_allocator(device)
     phases.start()  # allocator empty, peak reset: before the model is built
     model = fresh_model(entry, cpu_model)
+    set_trainable(entry, model, info)
     if checkpoint:
         from validate.zoo import apply_checkpoint
         info["checkpoint_wrap"] = apply_checkpoint(entry, model)
@@ -196,14 +213,19 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
     if hooks is not None:
         hooks.attach(model)
     phases.mark(-1, "model")
-    opt = make_optimizer(cfg, model.parameters())
+    opt = make_optimizer(cfg, [p for p in model.parameters() if p.requires_grad])
     phases.mark(-1, "optimizer")
     xs = make_inputs(entry, cfg.batch, device)
     y = make_target(entry, cfg.batch, device, out_meta)
     phases.mark(-1, "inputs")
     scaler = make_scaler(device) if cfg.amp == "fp16" else None
+    accum = getattr(entry, "accum", 1)
     info["param_bytes"] = sum(tensor_bytes(p) for p in model.parameters())
     info["param_count"] = sum(p.numel() for p in model.parameters())
+    info["trainable_param_bytes"] = sum(tensor_bytes(p) for p in model.parameters() if p.requires_grad)
+    info["trainable_param_count"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if accum != 1:
+        info["grad_accum"] = accum
     info["buffer_bytes"] = sum(tensor_bytes(b) for b in model.buffers())
     info["x_bytes"] = sum(tensor_bytes(x) for x in xs)
     info["y_bytes"] = tensor_bytes(y) if y is not None else 0
@@ -212,17 +234,20 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
     for it in range(iters):
         opt.zero_grad(set_to_none=True)
         phases.mark(it, "zero_grad")
-        with autocast(device, cfg.amp):
-            out = model(*xs)
-            loss = loss_fn(entry.loss, out, y)
-        phases.mark(it, "forward")
-        if hooks is not None:
-            hooks.before_backward(loss)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-        else:
-            loss.backward()
-        phases.mark(it, "backward")
+        for micro in range(accum):  # --grad-accum K: K forward/backward passes per optimizer step
+            with autocast(device, cfg.amp):
+                out = model(*xs)
+                loss = loss_fn(entry.loss, out, y)
+                if accum != 1:
+                    loss = loss / accum
+            phases.mark(it, "forward", micro=micro if accum != 1 else None)
+            if hooks is not None:
+                hooks.before_backward(loss)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            phases.mark(it, "backward", micro=micro if accum != 1 else None)
         if scaler is not None:
             scaler.step(opt)
             scaler.update()

@@ -70,12 +70,15 @@ def _status_of(exc):
 
 
 def base_record(entry, cfg, args, run_id):
-    return {
+    rec = {
         "case": "%s/%s" % (entry.name, cfg.name), "model": entry.name, "config": cfg.name,
         "batch": cfg.batch, "optim": cfg.optim, "momentum": cfg.momentum, "amp": cfg.amp_field,
         "loss": entry.loss, "onnx": entry.onnx, "memest_args": cfg.memest_args(entry),
         "iterations": 3, "command": args.command, "run_id": run_id,
     }
+    if entry.train or entry.freeze or entry.accum != 1:
+        rec.update(train=list(entry.train), freeze=list(entry.freeze), grad_accum=entry.accum)
+    return rec
 
 
 def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=False):
@@ -128,8 +131,8 @@ def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=Fa
                after_model=phases.after("model"), after_optimizer=phases.after("optimizer"),
                after_inputs=phases.after("inputs"))
     rec.update(info)
-    rec["phases"] = [{k: r[k] for k in ("it", "phase", "peak", "allocated", "peak_reserved", "reserved")}
-                     for r in phases.rows]
+    rec["phases"] = [{k: r[k] for k in ("it", "micro", "phase", "peak", "allocated", "peak_reserved", "reserved")
+                      if k in r} for r in phases.rows]
     rec["versions"] = vers
     if trace and snap is not None:
         from validate import trace as tr
@@ -186,6 +189,7 @@ def worker(args):
         print("case %s%s ..." % (case, " (trace)" if is_trace else ""), flush=True)
         if os.environ.get("VALIDATE_TEST_CRASH") == case:  # tests the parent's restart path
             os._exit(3)
+        name = entry.onnx  # fine-tuning entries that share a graph share the built model
         if name not in cpu_models:
             cpu_models.clear()  # keep one built model at a time
             try:
@@ -250,9 +254,9 @@ def _done_cases(path, run_id):
 
 def parent(args, argv):
     entries = zoo.select(args.models, args.set)
-    cfgs = args.configs.split(",") if args.configs else list(zoo.CONFIGS)
     cases = []
     for e in entries:
+        cfgs = args.configs.split(",") if args.configs else list(e.configs or zoo.CONFIGS)
         for c in cfgs:
             zoo.parse_config(e, c)  # fail early on a typo
             cases.append("%s/%s" % (e.name, c))
@@ -345,7 +349,7 @@ def add_args(p, checkpoint=False):
                    help="traces: every live block at the peak (frames deduplicated) and module / autograd-node "
                         "labels from hooks (trace.Annotator)")
     p.add_argument("--trace-frames", type=int, default=3, help="Python frames per block in live_at_peak_all")
-    p.add_argument("--set", default="zoo", help="zoo (default) or holdout: the model list --models picks from")
+    p.add_argument("--set", default="zoo", help="zoo (default), holdout, blind or finetune: the model list --models picks from")
     p.add_argument("--trace-entries", type=int, default=2_000_000)
     p.add_argument("--device", default="cuda", help="cuda, or cpu for a dry run of the code paths")
     p.add_argument("--deadline", type=float, default=0, help="unix time after which no case is started")

@@ -106,6 +106,32 @@ class ZooTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             zoo.parse_config(e, "b3-fp32-adam")
 
+    def test_finetune_set(self):
+        from validate import zoo
+        entries = zoo.select(None, "finetune")
+        self.assertGreaterEqual(sum(len(e.configs) for e in entries), 30)
+        names = {e.name for e in entries}
+        self.assertFalse(names & (set(zoo.BY_NAME) | set(zoo.HOLDOUT_BY_NAME) | set(zoo.BLIND_BY_NAME)))
+        self.assertEqual(len(names), len(entries))
+        for e in entries:
+            for c in e.configs:
+                zoo.parse_config(e, c)
+        e = zoo.lookup("llama1b_lora_acc4")
+        self.assertEqual(e.onnx, "finetune/llama1b_lora.onnx")  # shares the graph of llama1b_lora
+        self.assertEqual(zoo.parse_config(e, "b1-bf16-adamw").memest_args(e)[-4:],
+                         ["--train", "*lora_*", "--grad-accum", "4"])
+        self.assertEqual(zoo.lookup("resnet50_fc").finetune_args(), ["--train", "fc"])
+
+    def test_trainable_patterns(self):
+        from validate.zoo import trainable
+        self.assertTrue(trainable("fc.weight", ("fc",)))
+        self.assertFalse(trainable("fc2.weight", ("fc",)))  # a dotted prefix, not a string prefix
+        self.assertTrue(trainable("model.base_model.model.q_proj.lora_A.default.weight", ("*lora_*",)))
+        self.assertFalse(trainable("model.base_model.model.q_proj.base_layer.weight", ("*lora_*",)))
+        self.assertFalse(trainable("layer1.0.conv1.weight", freeze=("layer1",)))
+        self.assertTrue(trainable("layer10.0.conv1.weight", freeze=("layer1",)))
+        self.assertTrue(trainable("anything"))
+
     def test_committed_models_exist(self):
         from validate import zoo
         for e in zoo.ZOO:

@@ -42,6 +42,13 @@ class Entry:
     notes: str = ""
     subdir: str = ""  # under models/: "" for the zoo, "holdout" for the hold-out set
     exporters: Optional[Tuple[str, ...]] = None  # only these exporters (None: legacy, then dynamo)
+    # fine-tuning (validate/finetune.py): protocol.md's --train / --freeze / --grad-accum
+    train: Tuple[str, ...] = ()
+    freeze: Tuple[str, ...] = ()
+    accum: int = 1
+    graph: str = ""  # the model whose ONNX file this entry shares ("": its own name)
+    configs: Optional[Tuple[str, ...]] = None  # the cases measured by default (None: CONFIGS)
+    export_dims: Dict[str, int] = field(default_factory=dict)  # symbolic dims for the export's example only
 
     def sample_shape(self, spec_shape):
         return tuple(self.dims[d] if isinstance(d, str) else d for d in spec_shape)
@@ -53,9 +60,31 @@ class Entry:
             args += ["--dim", "%s=%d" % (k, v)]
         return args
 
+    def finetune_args(self) -> List[str]:
+        """--train / --freeze / --grad-accum, as the loop applies them (empty for the zoo)."""
+        args = []
+        for p in self.train:
+            args += ["--train", p]
+        for p in self.freeze:
+            args += ["--freeze", p]
+        if self.accum != 1:
+            args += ["--grad-accum", str(self.accum)]
+        return args
+
     @property
     def onnx(self) -> str:
-        return (self.subdir + "/" if self.subdir else "") + self.name + ".onnx"
+        return (self.subdir + "/" if self.subdir else "") + (self.graph or self.name) + ".onnx"
+
+
+def trainable(name: str, train=(), freeze=()) -> bool:
+    """protocol.md: a PATTERN is a glob (`*` matches dots too) or a dotted prefix."""
+    import fnmatch
+
+    def hit(p):
+        return name == p or name.startswith(p + ".") or fnmatch.fnmatchcase(name, p)
+    if train:
+        return any(hit(p) for p in train)
+    return not any(hit(p) for p in freeze)
 
 
 # ---------------------------------------------------------------- builders
@@ -258,7 +287,8 @@ SETS = {"zoo": ZOO, "holdout": HOLDOUT, "blind": BLIND}
 def lookup(name: str) -> Entry:
     """A model of any set by name (the names are disjoint); `rndS_I` is a random model."""
     from validate.corpus import CORPUS_BY_NAME
-    for table in (BY_NAME, HOLDOUT_BY_NAME, BLIND_BY_NAME, CORPUS_BY_NAME):
+    from validate.finetune import FINETUNE_BY_NAME
+    for table in (BY_NAME, HOLDOUT_BY_NAME, BLIND_BY_NAME, CORPUS_BY_NAME, FINETUNE_BY_NAME):
         if name in table:
             return table[name]
     if name.startswith(("st_", "sh_")):
@@ -272,10 +302,13 @@ def lookup(name: str) -> Entry:
 
 
 def set_entries(set_name: str) -> List[Entry]:
-    """The models of a set: zoo, holdout, blind, corpus, or random:SEED:N."""
+    """The models of a set: zoo, holdout, blind, corpus, finetune, or random:SEED:N."""
     if set_name == "corpus":
         from validate.corpus import CORPUS
         return list(CORPUS)
+    if set_name == "finetune":  # validate/finetune.py imports this module: read lazily
+        from validate.finetune import FINETUNE
+        return list(FINETUNE)
     if set_name.startswith("sample:"):
         from validate import sample
         _, seed, n = set_name.split(":")
@@ -285,7 +318,7 @@ def set_entries(set_name: str) -> List[Entry]:
         seed, n = randnet.parse_set(set_name)
         return randnet.entries(seed, n)
     if set_name not in SETS:
-        raise SystemExit("unknown model set %r; known: %s, corpus, random:SEED:N, sample:SEED:N" % (set_name, ", ".join(SETS)))
+        raise SystemExit("unknown model set %r; known: %s, corpus, finetune, random:SEED:N, sample:SEED:N" % (set_name, ", ".join(SETS)))
     return list(SETS[set_name])
 
 # ---------------------------------------------------------------- configurations
@@ -314,7 +347,7 @@ class Config:
             args += ["--momentum", "%g" % self.momentum]
         if self.amp != "fp32":
             args += ["--amp", self.amp]
-        return args + entry.memest_extra()
+        return args + entry.memest_extra() + entry.finetune_args()
 
     @property
     def amp_field(self):
