@@ -27,7 +27,9 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
   app.add_option("--input-shape", o.input_shapes,
                  "TorchScript only, once per input: per-sample shape[:dtype], e.g. 3x224x224 or 512:int64");
   app.add_option("--attention", o.attention,
-                 "attention kernels: fused (PyTorch 2's scaled_dot_product_attention) or eager (explicit TxT matrix)")
+                 "attention kernels: fused (PyTorch 2's scaled_dot_product_attention) or eager (explicit TxT matrix). "
+                 "nn.MultiheadAttention called with need_weights=True (its default) computes the TxT weights "
+                 "explicitly in training: estimate such a model with eager")
       ->capture_default_str();
   app.add_option("--checkpoint", o.checkpoint,
                  "activation checkpointing, as torch.utils.checkpoint(use_reentrant=False): none, blocks (each "
