@@ -259,5 +259,33 @@ class CudnnTableTest(unittest.TestCase):
         self.assertEqual(self.affine({64: 6401}), (0, 101))  # rounded up: never under
 
 
+class CudnnModelTest(unittest.TestCase):
+    """validate/cudnn_model.py's envelope fit (needs numpy: /usr/bin/python3 has it)."""
+
+    def setUp(self):
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            self.skipTest("numpy is not installed for this python")
+        sys.path.insert(0, os.path.join(ROOT, "validate"))
+        import cudnn_model
+        self.m = cudnn_model
+
+    def test_input_plus_output_plus_weight_is_found_and_covers(self):
+        import numpy as np
+        terms = np.array([[1000000, 2000000, 50000], [4000000, 100000, 300000], [640000, 640000, 640000]], float)
+        meas = terms.sum(1)
+        cx, cy, cw, c0 = self.m.fit(terms, meas, 0.0)
+        self.assertEqual((cx, cy, cw, c0), (16, 16, 16, 0))
+
+    def test_a_miss_share_lets_an_outlier_go(self):
+        import numpy as np
+        terms = np.array([[1 << 20, 0, 0]] * 20, float)
+        meas = np.array([1 << 20] * 19 + [50 << 20], float)
+        self.assertEqual(self.m.fit(terms, meas, 0.05)[0], 16)
+        cx, _, _, c0 = self.m.fit(terms, meas, 0.0)
+        self.assertGreaterEqual(cx / 16 * (1 << 20) + c0, (50 << 20) * 0.99 - 65536)
+
+
 if __name__ == "__main__":
     unittest.main()
