@@ -161,14 +161,18 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
     CHECK(m.info->bwd_workspace(near, m, DType::F32, true, false).str() == "4032000*batch + 6098915");
   }
 
-  SUBCASE("a layer far from every row, or symbolic sizes: the envelope model") {
+  SUBCASE("a layer far from every row of its class: none; of a class the table lacks: the envelope") {
     // 16x16 input: log2 of the spatial size is 7.6 away from the stems' (a distance of 58 > 0.5).
-    // fp32, dense, 7x7: forward at most input + output + weight bytes
-    // (estimator/data/cudnn_model_h200.inc): y is [batch, 64, 8, 8], so
-    // 3*16*16*4 + 64*8*8*4 = 19456 B a sample, and 64*3*7*7*4 = 37632.
+    // The table holds that class (fp32, 7x7, stride 2, dense), and its far layers keep no workspace.
     Graph other = infer("input x float32 batch,3,16,16\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
     const Node& m = producer(other, "y");
-    CHECK(m.info->fwd_workspace(other, m, DType::F32, true, false).str() == "19456*batch + 37632");
+    CHECK(m.info->fwd_workspace(other, m, DType::F32, true, false).is_zero());
+    // No fp32 4x4 stride-2 row (DCGAN's discriminator): the envelope, forward at most input +
+    // output + weight bytes (estimator/data/cudnn_model_h200.inc). y is [batch, 128, 16, 16]:
+    // 64*32*32*4 + 128*16*16*4 = 393216 B a sample, and 128*64*4*4*4 = 524288.
+    Graph dcgan = infer("input x float32 batch,64,32,32\nparam w float32 128,64,4,4\nnode Conv x w -> y strides=2,2 pads=1,1,1,1");
+    const Node& d = producer(dcgan, "y");
+    CHECK(d.info->fwd_workspace(dcgan, d, DType::F32, true, false).str() == "393216*batch + 524288");
     // Symbolic spatial sizes stay symbolic: wgrad's x + 18/16 y + w + 4 MiB with y [batch, 64, h, w]
     // (pads 3, k 7): 3*4 + 64*4 * 18/16 = 300 bytes a position, 37632 + 4194304 = 4231936.
     Graph sym = infer("input x float32 batch,3,h,w\nparam w float32 64,3,7,7\nnode Conv x w -> y pads=3,3,3,3");

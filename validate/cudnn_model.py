@@ -108,6 +108,8 @@ def fit(terms, meas, miss):
         i = int(excess.argmin())
         if best is None or excess[i] < best[0]:
             best = (excess[i], tuple(int(v) for v in combos[i]), int(c0))
+    if best is None:
+        raise SystemExit("cudnn_model: no envelope on the grid covers %d of %d probes" % (len(meas) - allowed, len(meas)))
     return best[1] + (best[2],)
 
 
