@@ -190,7 +190,8 @@ double activation_size(const CudnnRow& r) {
 }
 
 // A layer the table holds is answered from its row. Another layer borrows the nearest
-// row of its class (transposed or not, run dtype, kernel height, stride, grouping) when
+// row of its class (transposed or not, run dtype, kernel height, stride, dilation, grouping:
+// a dilated layer runs other engines than its undilated kin) when
 // that row is close: squared distance in log2 of input channels, output channels and
 // spatial size at most kNearby. Its bytes (a and b) are scaled by the ratio of
 // activation sizes. cuDNN picks engines per shape, so this is an estimate, not a
@@ -215,7 +216,8 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
   double best_d = 0;
   for (const CudnnRow& r : rows) {
     if (r.transposed != want->transposed || r.channels_last != want->channels_last || r.dtype != want->dtype ||
-        r.kh != want->kh || r.sh != want->sh || group_kind(r) != group_kind(*want)) {
+        r.kh != want->kh || r.sh != want->sh || r.dh != want->dh || r.dw != want->dw ||
+        group_kind(r) != group_kind(*want)) {
       continue;
     }
     const double a = lg(r.cin) - lg(want->cin), b = lg(r.cout) - lg(want->cout),
