@@ -173,11 +173,13 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
     Graph dcgan = infer("input x float32 batch,64,32,32\nparam w float32 128,64,4,4\nnode Conv x w -> y strides=2,2 pads=1,1,1,1");
     const Node& d = producer(dcgan, "y");
     CHECK(d.info->fwd_workspace(dcgan, d, DType::F32, true, false).str() == "393216*batch + 524288");
-    // Symbolic spatial sizes stay symbolic: wgrad's x + 18/16 y + w + 4 MiB with y [batch, 64, h, w]
-    // (pads 3, k 7): 3*4 + 64*4 * 18/16 = 300 bytes a position, 37632 + 4194304 = 4231936.
+    // Symbolic spatial sizes stay symbolic: wgrad's 18/16 x + 20/16 y + 2 w + 1 MiB with y
+    // [batch, 64, h, w] (pads 3, k 7). 16 does not divide 12*18 (x's 12 bytes a position), so
+    // x's coefficient rounds up to 2 (an envelope only grows): 2*12 + 64*4 * 20/16 = 344 bytes
+    // a position, and 2 * 37632 + 1048576 = 1123840.
     Graph sym = infer("input x float32 batch,3,h,w\nparam w float32 64,3,7,7\nnode Conv x w -> y pads=3,3,3,3");
     const Node& s = producer(sym, "y");
-    CHECK(s.info->bwd_workspace(sym, s, DType::F32, true, false).str() == "300*batch*h*w + 4231936");
+    CHECK(s.info->bwd_workspace(sym, s, DType::F32, true, false).str() == "344*batch*h*w + 1123840");
     // Asymmetric pads (as SAME padding exports them): y is [batch, 64, 112, 112] ((224 + 5 - 7) / 2 + 1).
     // 3*224*224*4 + 64*112*112*4 = 602112 + 3211264 = 3813376 a sample.
     Graph asym = infer("input x float32 batch,3,224,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,2,2");
@@ -249,22 +251,22 @@ TEST_CASE("conv: a channels-last input looks up the rows probed channels-last") 
 // (validate/cudnn_model.py): per call and class, (cx * input + cy * output + cw * weight
 // bytes) / 16 + c0, the bytes in the run dtype. The rows used here:
 //   fwd, bwd_data dense fp32 and half spatial:  16, 16, 16, 0
-//   bwd_weight dense fp32 spatial:              16, 18, 16, 4 MiB
+//   bwd_weight dense fp32 spatial:              18, 20, 32, 1 MiB
 TEST_CASE("conv: workspace envelope of 1-D, 3-D and transposed convolutions") {
   SUBCASE("1-D, dilated (cuDNN runs it as 2-D with H = 1)") {
     // wav2letter-like: 512 -> 16 channels, length 1000, k 3, dilation 2: y [batch, 16, 1000].
     // x 512*1000*4 = 2048000 B a sample, y 16*1000*4 = 64000, w 16*512*3*4 = 98304.
     //   fwd, dgrad 2048000 + 64000 = 2112000 a sample, 98304
-    //   wgrad      2048000 + 64000 * 18/16 = 2120000 a sample, 98304 + 4194304 = 4292608
+    //   wgrad      2048000 * 18/16 + 64000 * 20/16 = 2384000 a sample, 2 * 98304 + 1048576 = 1245184
     // The probe at batch 64 (convprobe seed 1, row 0) measured 131170816, 135266816 and
-    // 139592704 B: the envelope's 135266304, 135266304 and 139972608 (within 1% + 1 MiB,
-    // the fit's tolerance, of each).
+    // 139592704 B: the envelope's 135266304, 135266304 (within the fit's 1% + 1 MiB) and
+    // 153821184.
     Graph g = infer("input x float32 batch,512,1000\nparam w float32 16,512,3\nnode Conv x w -> y pads=2,2 dilations=[2]");
     const Node& n = producer(g, "y");
     CHECK(shape(g, "y") == "[batch, 16, 1000]");
     CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).str() == "2112000*batch + 98304");
     CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).str() == "2112000*batch + 98304");
-    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "2120000*batch + 4292608");
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "2384000*batch + 1245184");
   }
   SUBCASE("3-D under fp16 autocast: the half rows, bytes in the run dtype") {
     // x [batch, 32, 8, 16, 16], w [64, 32, 3, 3, 3], pads 1: y [batch, 64, 8, 16, 16].
