@@ -407,6 +407,22 @@ TEST_CASE("shape: a dim written as a product is an expression, not a name") {
   CHECK_FALSE(parse_expr("(((((").has_value());
 }
 
+TEST_CASE("shape: Resize scales joined by Concat (the legacy exporter's nn.Upsample)") {
+  // torch.onnx (TorchScript exporter) writes nn.Upsample(scale_factor=2) as Resize whose
+  // scales are Concat([1, 1], [2, 2]) of two Constants; without float contents through
+  // the Concat, Resize kept its input's size and a random UNet read 76% low.
+  Graph g = infer(R"(
+    opset 17
+    input x float32 batch,4,8,8
+    const keep float32 2 = 1,1
+    const twice float32 2 = 2,2
+    node Concat keep twice -> scales axis=0
+    node Resize x - scales -> up mode=nearest
+  )");
+  CHECK(shape(g, "up") == "[batch, 4, 16, 16]");
+  CHECK(g.warnings.empty());
+}
+
 TEST_CASE("shape: Resize and Upsample") {
   Graph g = infer(R"(
     opset 18

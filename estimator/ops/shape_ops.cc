@@ -195,6 +195,18 @@ void concat(ShapeContext& ctx) {
     t = promote(t, ctx.in_dtype(i));
   }
   ctx.set_output(0, t, out);
+  // Float contents of 1-D pieces (the legacy exporter's Resize scales: Concat of two
+  // Constants, [1, 1] and [2, 2]) join too; without them Resize could not size its output.
+  if (out.size() == 1) {
+    std::vector<double> fjoined;
+    bool all = true;
+    for (size_t i = 0; i < ctx.num_inputs() && all; ++i) {
+      const std::vector<double>* f = ctx.in_fvalue(i);
+      all = f != nullptr;
+      if (all) fjoined.insert(fjoined.end(), f->begin(), f->end());
+    }
+    if (all) ctx.set_fvalue(0, std::move(fjoined));
+  }
   // Contents join block by block: for each index before the axis, every input's
   // slab in turn.
   std::vector<Contents> parts;
