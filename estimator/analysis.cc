@@ -63,6 +63,24 @@ void demote_untrained_parameters(Graph& g) {
   }
 }
 
+// With --attention fused, a graph whose softmax(QK^T) memest could not match as one
+// scaled_dot_product_attention (torch 1.13's nn.MultiheadAttention, written out as
+// bmm/softmax/bmm) is estimated as written, TxT matrix kept, so --attention eager
+// changes nothing: say so rather than let the flag look ignored.
+static void warn_attention_as_written(Graph& g, bool fused) {
+  if (!fused) return;
+  int softmax = 0, attention = 0;
+  for (const Node& n : g.nodes) {
+    if (n.dead) continue;
+    softmax += n.op == "Softmax";
+    attention += n.op == "Attention" || n.op == "AttentionMath";
+  }
+  if (softmax > 0 && attention == 0) {
+    g.warn("no attention here matches scaled_dot_product_attention: its softmax(QK^T) is estimated as written "
+           "(the TxT matrix kept, as --attention eager), so --attention changes nothing for this graph");
+  }
+}
+
 Accounting account(const Graph& g, const TrainConfig& cfg) {
   Accounting a;
   const std::vector<bool> trains = trainable_parameters(g, cfg.train, cfg.freeze);
@@ -233,6 +251,7 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
   FuseOptions fo;
   fo.attention = a.train.attention == Attention::Fused;
   a.fused = fuse_patterns(g, fo);
+  warn_attention_as_written(g, fo.attention);
   laps.lap(&StageTimes::fuse);
   append_loss(g, a.train.loss);
   a.accounting = account(g, a.train);
