@@ -108,6 +108,15 @@ std::string common_module(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+void mark_training_batch_norm(Node& bn, std::string_view origin_op) {
+  const bool aten_bn = origin_op.starts_with("aten._native_batch_norm_legit") || origin_op.starts_with("aten.batch_norm");
+  if (!aten_bn || origin_op.find("no_training") != std::string_view::npos || bn.attr("training_mode")) return;
+  Attribute a;
+  a.kind = Attribute::Int;
+  a.i = 1;
+  bn.attrs.emplace("training_mode", std::move(a));
+}
+
 void place_untraced_nodes(Graph& g) {
   if (g.python.empty()) return;
   auto traced = [&](const Node& n) { return !n.dead && n.py_stack >= 0 && n.module != "loss"; };

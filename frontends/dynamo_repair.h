@@ -27,6 +27,14 @@ bool may_hide_batch_norm(std::string_view op);
 /// resnet18 from such a file was 38% under without it.
 bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::vector<int>& statistics);
 
+/// A BatchNormalization the exporter kept (one that follows no Conv or Linear: after a
+/// Concat, timm's BatchNormAct2d on a mixed block) comes from
+/// aten._native_batch_norm_legit_functional, training mode, but carries no
+/// training_mode attribute, so it read as inference mode: the graph was flagged as an
+/// eval export (mixnet_s, levit_128s, coatnet_nano_rw_224, nf_resnet26). Sets
+/// training_mode=1 when the node's aten op says training.
+void mark_training_batch_norm(Node& bn, std::string_view origin_op);
+
 /// The exporter writes a few nodes with no metadata at all (the Split of
 /// `q, k, v = self.qkv(x).split(d, 2)`, Casts it inserts): no module path, no stack, as if
 /// they ran at the top level, so the views a Split makes looked held until the whole

@@ -257,3 +257,20 @@ output y
   CHECK(g.tensors[third.inputs[1]].module == "blocks.1");
   CHECK(g.nodes[0].inputs[1] == g.nodes[1].inputs[1]);
 }
+
+TEST_CASE("dynamo export: a kept BatchNorm from aten's training batch norm is in training mode") {
+  // The exporter writes the BatchNormalization it keeps (after a Concat: timm's mixed
+  // blocks) without training_mode; its aten op says which mode ran.
+  Node bn;
+  bn.op = "BatchNormalization";
+  mark_training_batch_norm(bn, "aten._native_batch_norm_legit_functional.default");
+  CHECK(bn.attr_int("training_mode", 0) == 1);
+  Node eval;
+  eval.op = "BatchNormalization";
+  mark_training_batch_norm(eval, "aten._native_batch_norm_legit_no_training.default");
+  CHECK(eval.attr("training_mode") == nullptr);
+  Node other;
+  other.op = "BatchNormalization";
+  mark_training_batch_norm(other, "aten.conv2d.default");
+  CHECK(other.attr("training_mode") == nullptr);
+}
