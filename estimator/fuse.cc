@@ -287,6 +287,14 @@ class Fuser {
     return x;
   }
 
+  // Whether k has fewer heads than q (dim -3), not by a repeat the graph shows.
+  bool broadcast_heads(int q, int key) const {
+    const auto &qs = T(q).shape, &ks = T(key).shape;
+    if (!qs || !ks || qs->size() < 3 || ks->size() != qs->size()) return false;
+    const Expr &hq = (*qs)[qs->size() - 3], &hk = (*ks)[ks->size() - 3];
+    return hq != hk && hk == Expr(1);
+  }
+
   // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [NaN guard] [Dropout] -> MatMul(., v).
   void attention(int k) {
     Node& sm = g_.nodes[k];
@@ -369,6 +377,13 @@ class Fuser {
           Attribute grouped;
           grouped.i = 1;
           g_.nodes[last].attrs["gqa"] = grouped;
+        } else if (broadcast_heads(q, key)) {
+          // Multi-query k and v of one head, broadcast by the call (Falcon's
+          // F.scaled_dot_product_attention without enable_gqa): flash and the
+          // memory-efficient kernel need equal heads, so math runs, in every dtype.
+          Attribute b;
+          b.i = 1;
+          g_.nodes[last].attrs["broadcast_heads"] = b;
         }
         return;
       }

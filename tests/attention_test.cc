@@ -111,3 +111,40 @@ output y
   const Analysis eager = analyze(read_text_graph(text), o);
   CHECK(estimate(eager, 2).peak.peak_bytes == estimate(fused, 2).peak.peak_bytes);
 }
+
+TEST_CASE("attention: one-head k and v broadcast to q's heads run the math backend in half too") {
+  // Falcon's multi-query attention calls F.scaled_dot_product_attention with k and v of
+  // one head and no enable_gqa: flash and the memory-efficient kernel need equal heads,
+  // so the math backend runs whatever the dtype (falcon fp32 -4.1% -> 0.0%). Batch 2
+  // under fp16 autocast, in half: the casts of q [2, 4, 8, 2] (256 B) and of the one-head
+  // k and v [2, 1, 8, 2] (64 B each), the output (256 B), then what backward keeps: q
+  // scaled (256 B), k and v repeated to 4 heads (256 B each), the softmax [2, 4, 8, 8]
+  // (1024 B).
+  const char* text = R"(
+opset 17
+input x float32 batch,4,8,2
+input k float32 batch,1,8,2
+input v float32 batch,1,8,2
+param gain float32 1
+const s float32 - = 0.8409
+node Mul x gain -> q @proj
+node Mul q s -> qs @attn
+node Transpose k -> kt perm=0,1,3,2 @attn
+node Mul kt s -> kts @attn
+node MatMul qs kts -> scores @attn
+node Softmax scores -> p axis=-1 @attn
+node MatMul p v -> o @attn
+output o
+)";
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  o.train.amp = Amp::FP16;
+  const Analysis a = analyze(read_text_graph(text), o);
+  const Node* att = nullptr;
+  for (const Node& n : a.graph.nodes) {
+    if (!n.dead && n.op == "Attention") att = &n;
+  }
+  REQUIRE(att != nullptr);
+  CHECK(att->attr_int("broadcast_heads", 0) == 1);
+  CHECK(attention_allocs(a, 2) == std::vector<int64_t>{256, 64, 64, 256, 256, 256, 1024, 256});
+}

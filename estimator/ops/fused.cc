@@ -72,6 +72,7 @@ Expr attention_math_bwd(const Graph& g, const Node& n, DType run, bool, bool) {
 // in fp32 go to the math one.
 const OpInfo* attention_backend(const Graph&, const Node& n, DType run) {
   static const OpInfo* const math = find_op("memest", "AttentionMath");
+  if (n.attr_int("broadcast_heads", 0) == 1) return math;
   return run == DType::F32 && n.attr_int("gqa", 0) == 1 ? math : nullptr;
 }
 
