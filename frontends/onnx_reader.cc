@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -537,19 +538,21 @@ void classify_initializers(Graph& g, const std::vector<int>& bn_statistics) {
 
 // The dynamo exporter's graph signature (GraphProto.metadata_props, field 16 of
 // onnx >= 1.18, under "pkg.torch.export.ExportedProgram.graph_signature"), one input
-// a line: "p_fc_weight: PARAMETER target='fc.weight'". The targets it lists as
-// PARAMETER, when the file has one; it also lifts buffers and folded constants to
-// initializers (llama's rotary inv_freq, as "expand_2"), which must not get gradients.
-std::optional<std::vector<std::string_view>> exported_parameters(const ModelView& model) {
+// a line: "p_fc_weight: PARAMETER target='fc.weight'". The targets it lists as `kind`
+// (PARAMETER, BUFFER, CONSTANT_TENSOR), when the file has one; it also lifts buffers and
+// folded constants to initializers (llama's rotary inv_freq, as "expand_2"), which must
+// not get gradients.
+std::optional<std::vector<std::string_view>> exported_targets(const ModelView& model, std::string_view kind) {
   std::optional<std::vector<std::string_view>> out;
+  std::string tag = ": ";
+  tag.append(kind).append(" target='");
   model.graph.each_field([&](const wire::Field& f) {
     if (f.number != 16 || f.type != wire::kLen || !onnx_schema::check_entry(f.data)) return;
     const EntryView e = read_entry(f.data);
     if (e.key != "pkg.torch.export.ExportedProgram.graph_signature") return;
     if (!out) out.emplace();
-    constexpr std::string_view kTag = ": PARAMETER target='";
-    for (size_t at = e.value.find(kTag); at != std::string_view::npos; at = e.value.find(kTag, at + 1)) {
-      const size_t start = at + kTag.size();
+    for (size_t at = e.value.find(tag); at != std::string_view::npos; at = e.value.find(tag, at + 1)) {
+      const size_t start = at + tag.size();
       const size_t end = e.value.find('\'', start);
       if (end == std::string_view::npos) break;
       out->push_back(e.value.substr(start, end - start));
@@ -605,7 +608,13 @@ Graph read_model(std::string_view bytes, const std::string& file) {
   lowering.run();
   place_untraced_nodes(g);
   classify_initializers(g, lowering.bn_statistics());
-  if (const auto params = exported_parameters(model)) keep_exported_parameters(g, *params);
+  if (const auto params = exported_targets(model, "PARAMETER")) {
+    std::vector<std::string_view> buffers = exported_targets(model, "BUFFER").value_or(std::vector<std::string_view>{});
+    for (std::string_view c : exported_targets(model, "CONSTANT_TENSOR").value_or(std::vector<std::string_view>{})) {
+      buffers.push_back(c);
+    }
+    keep_exported_parameters(g, *params, buffers);
+  }
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
@@ -618,33 +627,48 @@ Graph read_model(std::string_view bytes, const std::string& file) {
 }  // namespace
 
 // The exporter also folds weights' transposes into initializers of its own names
-// ("val_1188": lm_head.weight transposed), which are parameters all the same; only small
-// unlisted initializers are taken for buffers, unless a consumer's module lists a weight
-// that is not in the file: that weight folded (a LoRA adapter's 8 x 512 lora_A).
-void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters) {
+// ("val_1188": lm_head.weight transposed), which are parameters all the same. An unlisted
+// initializer is taken for a buffer when it is small, or when no module that reads it
+// lists a parameter without an initializer of its name (so no weight of that module
+// folded: a LoRA adapter's 8 x 512 lora_A does). A listed buffer or constant is a
+// buffer whatever its size or reader (BART's final_logits_bias, read by the Add after
+// lm_head, whose tied weight folded).
+void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters,
+                              const std::vector<std::string_view>& buffers) {
   constexpr int64_t kMaxFoldedBuffer = 4096;
   std::vector<bool> listed(g.tensors.size());
-  std::unordered_set<std::string_view> folded;  // listed weights with no initializer of their name
+  std::vector<std::string_view> folded;  // listed weights with no initializer of their name
   for (std::string_view name : parameters) {
     const int id = g.find_tensor(name);
     if (id >= 0) {
       listed[id] = true;
     } else {
-      folded.insert(name);
+      folded.push_back(name);
     }
   }
-  auto folded_weight = [&](const Tensor& ten) {
+  for (std::string_view name : buffers) {
+    const int id = g.find_tensor(name);
+    if (id >= 0 && !listed[id] && g.tensors[id].kind == TensorKind::Parameter) g.tensors[id].kind = TensorKind::Buffer;
+  }
+  // Whether a reader's module lists a folded weight; for a large initializer, whether a
+  // reader's module or one below it (any, for a reader of no known module) lists any
+  // folded parameter.
+  auto reads_folded = [&](const Tensor& ten, bool below) {
     for (int c : ten.consumers) {
-      if (folded.count(g.nodes[c].module + ".weight")) return true;
+      const std::string& m = g.nodes[c].module;
+      for (std::string_view f : folded) {
+        if (f.size() <= m.size() || f.compare(0, m.size(), m) != 0 || (!m.empty() && f[m.size()] != '.')) continue;
+        if (below || f.substr(m.size()) == ".weight") return true;
+      }
     }
     return false;
   };
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
-    if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape || folded_weight(ten)) continue;
+    if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
     int64_t numel = 1;
     for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
-    if (numel <= kMaxFoldedBuffer) ten.kind = TensorKind::Buffer;
+    if (!reads_folded(ten, numel > kMaxFoldedBuffer)) ten.kind = TensorKind::Buffer;
   }
 }
 

@@ -36,10 +36,11 @@ std::string model(const std::string& graph) {
 TEST_CASE("dynamo export: initializers the signature does not list as parameters get no gradient") {
   // y = (x * w) * (x * c) + x @ big: w is listed (PARAMETER); c, 32 floats the exporter
   // folded from a buffer (llama's inv_freq[None, :, None].expand(...) as "expand_2"),
-  // is not; big, a weight's folded transpose ("val_1188"), is not listed either, but a
-  // buffer of 4,097+ elements is taken for a weight.
+  // is not; big, a weight's folded transpose ("val_1188") of 4,097+ elements, is not
+  // listed either, but fc.weight is listed with no initializer of its name: big is it.
   const std::string signature =
-      "# inputs\np_w: PARAMETER target='w'\nb_freq: BUFFER target='freq' persistent=False\nx: USER_INPUT\n";
+      "# inputs\np_w: PARAMETER target='w'\np_fc_weight: PARAMETER target='fc.weight'\n"
+      "b_freq: BUFFER target='freq' persistent=False\nx: USER_INPUT\n";
   const std::string body =
       lfield(1, lfield(1, "x") + lfield(1, "w") + lfield(2, "a") + lfield(4, "Mul")) +
       lfield(1, lfield(1, "x") + lfield(1, "c") + lfield(2, "b") + lfield(4, "Mul")) +
@@ -273,4 +274,38 @@ TEST_CASE("dynamo export: a kept BatchNorm from aten's training batch norm is in
   other.op = "BatchNormalization";
   mark_training_batch_norm(other, "aten.conv2d.default");
   CHECK(other.attr("training_mode") == nullptr);
+}
+
+TEST_CASE("dynamo export: a large initializer is a parameter only when a folded weight explains it") {
+  // y = (x * w) @ big + bias: w is the one listed parameter and has its initializer, so
+  // no weight folded; big (32 x 5,120 floats, over the 4,096 taken for granted as
+  // buffers) is a constant the exporter folded (Swin's coordinate tables), and bias
+  // (1 x 5,120), listed as BUFFER (BART's final_logits_bias), is a buffer too.
+  const std::string signature =
+      "# inputs\np_w: PARAMETER target='w'\nb_bias: BUFFER target='bias'\nx: USER_INPUT\n";
+  const std::string body =
+      lfield(1, lfield(1, "x") + lfield(1, "w") + lfield(2, "a") + lfield(4, "Mul")) +
+      lfield(1, lfield(1, "a") + lfield(1, "big") + lfield(2, "m") + lfield(4, "MatMul")) +
+      lfield(1, lfield(1, "m") + lfield(1, "bias") + lfield(2, "y") + lfield(4, "Add")) + initializer("w", {32}) +
+      initializer("big", {32, 5120}) + initializer("bias", {1, 5120}) +
+      lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(32)))) +
+      lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(5120))));
+  const std::string sig = lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature));
+  const Graph g = read_onnx_bytes(model(body + sig), "m.onnx");
+  CHECK(g.tensors[g.find_tensor("big")].kind == TensorKind::Buffer);
+  CHECK(g.tensors[g.find_tensor("bias")].kind == TensorKind::Buffer);
+  int64_t param_bytes = 0;
+  for (const Tensor& t : g.tensors) {
+    if (t.kind == TensorKind::Parameter) param_bytes += product(*t.shape).as_const().value_or(0) * 4;
+  }
+  CHECK(param_bytes == 32 * 4);  // w alone: 32 floats
+
+  // Once the signature lists a weight with no initializer of its name, big may be it.
+  const std::string folded =
+      "# inputs\np_w: PARAMETER target='w'\np_fc_weight: PARAMETER target='fc.weight'\n"
+      "b_bias: BUFFER target='bias'\nx: USER_INPUT\n";
+  const Graph h = read_onnx_bytes(
+      model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", folded))), "m.onnx");
+  CHECK(h.tensors[h.find_tensor("big")].kind == TensorKind::Parameter);
+  CHECK(h.tensors[h.find_tensor("bias")].kind == TensorKind::Buffer);
 }

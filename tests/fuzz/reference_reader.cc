@@ -481,10 +481,10 @@ std::vector<std::string> declared_buffers(const onnx::ModelProto& model) {
   return names;
 }
 
-// The PARAMETER targets of the dynamo exporter's graph signature, when the graph has
-// one: GraphProto.metadata_props is field 16 (onnx >= 1.18), unknown to Debian's
+// The targets of the dynamo exporter's graph signature listed as `kind`, when the graph
+// has one: GraphProto.metadata_props is field 16 (onnx >= 1.18), unknown to Debian's
 // classes, so it is read from the unknown fields.
-std::optional<std::vector<std::string>> exported_parameters(const onnx::GraphProto& graph) {
+std::optional<std::vector<std::string>> exported_targets(const onnx::GraphProto& graph, const std::string& kind) {
   std::optional<std::vector<std::string>> out;
   const auto& unknown = graph.GetReflection()->GetUnknownFields(graph);
   for (int i = 0; i < unknown.field_count(); ++i) {
@@ -495,7 +495,7 @@ std::optional<std::vector<std::string>> exported_parameters(const onnx::GraphPro
     if (entry.key() != "pkg.torch.export.ExportedProgram.graph_signature") continue;
     if (!out) out.emplace();
     const std::string& v = entry.value();
-    const std::string tag = ": PARAMETER target='";
+    const std::string tag = ": " + kind + " target='";
     for (size_t at = v.find(tag); at != std::string::npos; at = v.find(tag, at + 1)) {
       const size_t start = at + tag.size(), end = v.find('\'', start);
       if (end == std::string::npos) break;
@@ -514,6 +514,7 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
   g.file = file;
   std::vector<std::string> buffers;
   std::optional<std::vector<std::string>> params;
+  std::vector<std::string> lifted;  // BUFFER and CONSTANT_TENSOR targets
   {
     // The message tree lives on an arena: parsing a large graph is then a few big
     // allocations instead of one per node and string, and freeing it is one more.
@@ -547,13 +548,21 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
     if (g.opset < kMinOpset) {
       g.warn("opset " + std::to_string(g.opset) + " is older than 7; shapes follow opset 7 rules");
     }
-    params = exported_parameters(model.graph());
+    params = exported_targets(model.graph(), "PARAMETER");
+    for (const char* kind : {"BUFFER", "CONSTANT_TENSOR"}) {
+      for (auto& name : exported_targets(model.graph(), kind).value_or(std::vector<std::string>{})) {
+        lifted.push_back(std::move(name));
+      }
+    }
     Lowering(g, model).run();
     place_untraced_nodes(g);
     buffers = declared_buffers(model);
   }
   classify_initializers(g);
-  if (params) keep_exported_parameters(g, std::vector<std::string_view>(params->begin(), params->end()));
+  if (params) {
+    keep_exported_parameters(g, std::vector<std::string_view>(params->begin(), params->end()),
+                             std::vector<std::string_view>(lifted.begin(), lifted.end()));
+  }
   for (const auto& name : buffers) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
