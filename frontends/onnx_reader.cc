@@ -427,10 +427,11 @@ class Lowering {
       node.name = n.name;
     }
     node.op = n.op_type;
+    // Before restore_batch_norm, which appends a node and so may move `node`.
+    if (!n.metadata.empty() && node.op == "BatchNormalization") mark_training_batch_norm(node, namespace_op(ns));
     if (!n.metadata.empty() && may_hide_batch_norm(node.op)) {
       restore_batch_norm(g_, index, namespace_op(ns), bn_statistics_);
     }
-    if (!n.metadata.empty() && node.op == "BatchNormalization") mark_training_batch_norm(node, namespace_op(ns));
   }
 
   // Functions may call functions, 16 deep: without a bound on the calls and nodes
