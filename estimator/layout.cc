@@ -94,6 +94,9 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* i
       if (in.empty()) {
         for (size_t i = 0; i < rank; ++i) in.push_back(static_cast<int8_t>(i));
       }
+      // {-1}: the input's strides are unknown, and so are the permuted ones. (Indexing the
+      // one-entry marker by perm read past it: ASan, coatnet's legacy export.)
+      if (in.size() != rank) return in.size() == 1 && in[0] == -1 ? in : std::vector<int8_t>{};
       std::vector<int8_t> out(rank);
       bool identity = true;
       for (size_t i = 0; i < rank; ++i) {
