@@ -13,51 +13,11 @@
 #include "estimator/finetune.h"
 #include "estimator/frames.h"
 #include "estimator/ops/registry.h"
+#include "estimator/simulate_facts.h"
 
 namespace memest {
 
-const char* category_key(Category c) {
-  static const char* const k[] = {"parameters", "buffers", "inputs", "gradients", "optimizer_state",
-                                  "activations", "temporaries", "autocast_cache", "workspace"};
-  return k[static_cast<size_t>(c)];
-}
-
-const char* category_title(Category c) {
-  static const char* const k[] = {"Parameters", "Buffers", "Inputs", "Gradients", "Optimizer state",
-                                  "Activations", "Temporaries", "Autocast cache", "Workspace"};
-  return k[static_cast<size_t>(c)];
-}
-
-const char* phase_name(Phase p) {
-  static const char* const k[] = {"setup", "zero_grad", "forward", "backward", "optimizer"};
-  return k[static_cast<size_t>(p)];
-}
-
-int64_t round_alloc(int64_t bytes, int64_t round) {
-  if (bytes <= 0) return 0;
-  if (bytes < round) return round;
-  return checked_mul((bytes + round - 1) / round, round);
-}
-
 namespace {
-
-// What a node's input looked like to the op: the tensor, or autocast's cast copy.
-struct EffectiveInput {
-  int tensor = -1;
-  int block = -1;
-  DType dtype = DType::Undefined;
-  bool cast = false;
-};
-
-// What the program's loops ask of a tensor, packed: a graph Tensor is a few hundred
-// bytes, and reading a field of it was a cache miss per visit (a third of the time).
-struct TensorFacts {
-  int producer = -1;
-  int uses = 0;  ///< consumer entries, one per consuming input
-  TensorKind kind = TensorKind::Activation;
-  bool on_gpu = false;  ///< tensors whose contents are known are shape arithmetic, done on the host
-  bool graph_output = false;
-};
 
 class Builder {
  public:
