@@ -19,23 +19,7 @@ LORA = ("*lora_*",)
 
 # ---------------------------------------------------------------- builders
 
-class _Seq2SeqLogits:
-    """forward(input_ids) of an encoder-decoder: the decoder reads the same ids (teacher forcing)."""
-
-    @staticmethod
-    def wrap(model):
-        import torch.nn as nn
-
-        class Seq2SeqLogits(nn.Module):
-            def __init__(self, m):
-                super().__init__()
-                self.model = m
-
-            def forward(self, input_ids):
-                return self.model(input_ids=input_ids, decoder_input_ids=input_ids, use_cache=False,
-                                  return_dict=False)[0]
-
-        return Seq2SeqLogits(model)
+from validate.corpus import _wrap_seq2seq  # noqa: E402  (the corpus's encoder-decoder wrapper)
 
 
 def _lora(build, targets, r=8):
@@ -81,7 +65,7 @@ def _t5():
     from transformers import T5Config, T5ForConditionalGeneration
     cfg = T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6,
                    num_heads=8, dropout_rate=0.1, use_cache=False)
-    return _Seq2SeqLogits.wrap(T5ForConditionalGeneration(cfg))
+    return _wrap_seq2seq(T5ForConditionalGeneration(cfg))
 
 
 def _bart():
@@ -89,7 +73,7 @@ def _bart():
     cfg = BartConfig(vocab_size=50265, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
                      decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
                      max_position_embeddings=512, use_cache=False)
-    return _Seq2SeqLogits.wrap(BartForConditionalGeneration(cfg))
+    return _wrap_seq2seq(BartForConditionalGeneration(cfg))
 
 
 # ---------------------------------------------------------------- entries
