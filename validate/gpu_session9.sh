@@ -42,7 +42,11 @@ for part in mb1 mb2; do
 done
 python3 -m validate matrix --set sample:8:36 --models "$names" --out /tmp/matrix --jobs 4 --deadline $dl \
     --variants legacy-train-dyn,dynamo-train-dyn > $L/x-sample.log 2>&1 &
-wait
+# Whatever still runs 110 s after the deadline is stopped, so that the files come back.
+( sleep $((dl + 110 - $(date +%s))); pkill -f "validate (measure|matrix|maxbatch|export)" ) &
+dog=$!
+wait $(jobs -p | grep -v "^$dog$")
+kill $dog 2>/dev/null
 cat /tmp/res/s1.jsonl /tmp/res/s2.jsonl > $OUT/sample8-$tag.jsonl
 cat /tmp/res/r3.jsonl /tmp/res/r4.jsonl > $OUT/random34-$tag.jsonl
 cat /tmp/res/r1.jsonl /tmp/res/r2.jsonl > $OUT/random12-remeasure-$tag.jsonl
