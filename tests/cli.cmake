@@ -117,25 +117,53 @@ set_tests_properties(validate_unit PROPERTIES TIMEOUT 300)
 # 18): the committed archive is unpacked once into the build folder, then every file
 # must load with torch's parameter bytes, and each measured set must not get worse than
 # thresholds.json says (the accuracy when it was committed).
-if(EXISTS ${PROJECT_SOURCE_DIR}/models/matrix-h200-torch2.11.tar.xz)
-  set(MEMEST_MATRIX ${CMAKE_BINARY_DIR}/matrix)
-  add_test(NAME matrix_unpack
-           COMMAND ${MEMEST_PYTHON} -m validate matrix-check unpack models/matrix-h200-torch2.11.tar.xz ${MEMEST_MATRIX}
+# memest_matrix(ARCHIVE SET...): unpack models/ARCHIVE.tar.xz once into the build folder,
+# check that its files load (thresholds.json "matrix" -> ARCHIVE), and compare each
+# validate/results/SET-h200-torch2.11.jsonl measured on its models, per exporter variant.
+function(memest_matrix archive)
+  if(NOT EXISTS ${PROJECT_SOURCE_DIR}/models/${archive}.tar.xz)
+    return()
+  endif()
+  set(dest ${CMAKE_BINARY_DIR}/${archive})
+  add_test(NAME ${archive}_unpack
+           COMMAND ${MEMEST_PYTHON} -m validate matrix-check unpack models/${archive}.tar.xz ${dest}
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(matrix_unpack PROPERTIES FIXTURES_SETUP matrix)
-  add_test(NAME matrix_loads
-           COMMAND ${MEMEST_PYTHON} -m validate matrix-check loads ${MEMEST_MATRIX} --memest $<TARGET_FILE:memest>
-                   --enforce
+  set_tests_properties(${archive}_unpack PROPERTIES FIXTURES_SETUP ${archive})
+  add_test(NAME ${archive}_loads
+           COMMAND ${MEMEST_PYTHON} -m validate matrix-check loads ${dest} --memest $<TARGET_FILE:memest>
+                   --key ${archive} --enforce
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(matrix_loads PROPERTIES FIXTURES_REQUIRED matrix TIMEOUT 900)
-  foreach(set corpus random)
+  set_tests_properties(${archive}_loads PROPERTIES FIXTURES_REQUIRED ${archive} TIMEOUT 900)
+  foreach(set ${ARGN})
     foreach(variant dynamo-train-dyn legacy-train-dyn)
       add_test(NAME accuracy_${set}_${variant}
                COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/${set}-h200-torch2.11.jsonl
-                       --memest $<TARGET_FILE:memest> --models-dir ${MEMEST_MATRIX}/${variant} --skip-missing
+                       --memest $<TARGET_FILE:memest> --models-dir ${dest}/${variant} --skip-missing
                        --key ${set}-h200-torch2.11.jsonl@${variant} --enforce
                WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-      set_tests_properties(accuracy_${set}_${variant} PROPERTIES FIXTURES_REQUIRED matrix TIMEOUT 900)
+      set_tests_properties(accuracy_${set}_${variant} PROPERTIES FIXTURES_REQUIRED ${archive} TIMEOUT 900)
     endforeach()
   endforeach()
+endfunction()
+# Session 8's corpus and random seeds 1-2 (measured twice: random-* lost most cases to
+# the cuDNN dropout state, random12-remeasure-* is session 9's full run).
+memest_matrix(matrix-h200-torch2.11 corpus random random12-remeasure)
+# Session 9's blind sample (sample seed 8, random seeds 3-4), compared once blind
+# (validate/results/blind2-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind2-h200-torch2.11 sample8 random34)
+
+# The fine-tuning set (issue 19): the files it was measured on, then the comparison.
+if(EXISTS ${PROJECT_SOURCE_DIR}/models/finetune-h200-torch2.11.tar.xz)
+  set(MEMEST_FT ${CMAKE_BINARY_DIR}/finetune-models)
+  add_test(NAME finetune_unpack
+           COMMAND ${MEMEST_PYTHON} -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])"
+                   models/finetune-h200-torch2.11.tar.xz ${MEMEST_FT}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(finetune_unpack PROPERTIES FIXTURES_SETUP finetune_models)
+  add_test(NAME accuracy_finetune
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/finetune-h200-torch2.11.jsonl
+                   --memest $<TARGET_FILE:memest> --models-dir ${MEMEST_FT} --skip-missing
+                   --key finetune-h200-torch2.11.jsonl --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_finetune PROPERTIES FIXTURES_REQUIRED finetune_models TIMEOUT 600)
 endif()

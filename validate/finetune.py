@@ -93,10 +93,14 @@ def _img(name, fn, configs, batches=(32, 128), **kw):
                  configs, family="vit" if "vit" in fn else "cnn", **kw)
 
 
-def _lm(name, graph, build, vocab, batches, source, configs, seq=256, **kw):
+def _lm(name, graph, build, vocab, batches, source, configs, seq=256, classes=None, **kw):
+    """A token model: a language model (target per token) or, with `classes`, a sequence classifier."""
     kw.setdefault("needs", "peft" if "lora" in graph else "transformers")
-    return _case(name, graph, build, _ids(vocab), "ce", TargetSpec(("seq",), vocab), batches, source, configs,
-                 dims={"seq": seq}, output_axes={0: "batch", 1: "seq"}, family="transformer", **kw)
+    target, axes = TargetSpec(("seq",), vocab), {0: "batch", 1: "seq"}
+    if classes:
+        target, axes = TargetSpec((), classes), {0: "batch"}
+    return _case(name, graph, build, _ids(vocab), "ce", target, batches, source, configs,
+                 dims={"seq": seq}, output_axes=axes, family="transformer", **kw)
 
 
 _LLAMA_QKVO = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -119,14 +123,14 @@ FINETUNE: List[Entry] = [
     _img("vit_b_16_acc8", "vit_b_16", ("bs8-fp16-adam",), batches=(32, 64), accum=8),
     # an encoder, plain: frozen embeddings and first three layers
     _lm("bert_frz", "bert", _bert, 30522, (32, 64), "BertForSequenceClassification(6x512, 8 heads, 2 labels)",
-        ("b1-fp16-adamw",), seq=128, freeze=("model.bert.embeddings",) + tuple(
+        ("b1-fp16-adamw",), seq=128, classes=2, freeze=("model.bert.embeddings",) + tuple(
             "model.bert.encoder.layer.%d" % i for i in range(3))),
     # LoRA, encoder: query/value adapters; with the classifier trained too
     _lm("bert_lora", "bert_lora", _lora(_bert, ("query", "value")), 30522, (32, 64),
         "peft LoRA r=8 on query,value of BertForSequenceClassification(6x512)", ("b1-fp16-adamw", "b1-fp32-adam"),
-        seq=128, train=LORA),
+        seq=128, classes=2, train=LORA),
     _lm("bert_lora_cls", "bert_lora", _lora(_bert, ("query", "value")), 30522, (32, 64),
-        "peft LoRA r=8 on query,value of BertForSequenceClassification(6x512)", ("b1-bf16-adamw",), seq=128,
+        "peft LoRA r=8 on query,value of BertForSequenceClassification(6x512)", ("b1-bf16-adamw",), seq=128, classes=2,
         train=LORA + ("*classifier*",)),
     # LoRA, decoders with GQA
     _lm("llama_lora", "llama_lora", _lora(_llama(), _LLAMA_QKVO), 32000, (8, 16),

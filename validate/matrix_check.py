@@ -74,7 +74,7 @@ def loads(args):
         n, n - len(fails), 100.0 * (n - len(fails)) / n, n - len(fails) - len(params)))
     if args.enforce:
         with open(args.thresholds) as f:
-            t = json.load(f)["matrix"]
+            t = json.load(f)["matrix"][args.key]
         bad = []
         if len(fails) > t["max_load_failures"]:
             bad.append("%d files fail to load (allowed %d)" % (len(fails), t["max_load_failures"]))
@@ -100,6 +100,7 @@ def main(argv):
     l.add_argument("--memest", default="build/memest")
     l.add_argument("--jobs", type=int, default=2)
     l.add_argument("--enforce", action="store_true")
+    l.add_argument("--key", default="matrix-h200-torch2.11", help="the archive's entry under thresholds.json's \"matrix\"")
     l.add_argument("--thresholds", default=os.path.join(HERE, "thresholds.json"))
     args = p.parse_args(argv)
     if args.cmd == "unpack":
