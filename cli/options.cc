@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "estimator/error.h"
+#include "estimator/lora.h"
 #include "frontends/load.h"
 
 namespace memest {
@@ -44,6 +45,14 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
                  "gradient accumulation: K forward/backward passes of --batch samples per optimizer step (loss / K)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  app.add_option("--lora", o.lora_rank,
+                 "estimate as if peft's LoRA (rank R, lora_dropout 0) wrapped the graph's attention projections, "
+                 "for a model exported without peft; only the adapters train unless --train/--freeze say otherwise")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  app.add_option("--lora-targets", o.lora_targets,
+                 "with --lora: the Linear layers it wraps, by the last part of their module path (default: peft's "
+                 "defaults, q_proj v_proj query value q v c_attn query_key_value)")
+      ->needs(app.get_option("--lora"));
   app.add_option("--target", o.target, "GPU + torch profile for library constants (default h200-torch2.11)");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
@@ -100,13 +109,27 @@ AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free
   t.train = o.train;
   t.freeze = o.freeze;
   t.grad_accum = o.grad_accum;
+  if (o.lora_rank > 0 && t.train.empty() && t.freeze.empty()) t.train = {kLoraTrainPattern};
   return ao;
 }
 
 Graph load_graph(const CommonOptions& o) {
   std::vector<InputSpec> specs;
   for (const auto& s : o.input_shapes) specs.push_back(parse_input_shape(s));
-  return load_model(o.model, specs);
+  Graph g = load_model(o.model, specs);
+  if (o.lora_rank == 0) return g;
+  LoraSpec spec;
+  spec.rank = o.lora_rank;
+  if (!o.lora_targets.empty()) spec.targets = o.lora_targets;
+  int wrapped = 0;
+  Graph out = with_lora(g, spec, &wrapped);
+  if (wrapped == 0) {
+    std::string names;
+    for (const auto& t : spec.targets) names += (names.empty() ? "" : " ") + t;
+    throw Error(o.model, "", "--lora: no Linear layer's module path ends in one of: " + names +
+                                 "; name the layers to wrap with --lora-targets (e.g. --lora-targets c_fc c_proj)");
+  }
+  return out;
 }
 
 const Analysis& load_and_analyze(const CommonOptions& o, const std::string& free_dim) {

@@ -25,6 +25,8 @@ struct CommonOptions {
   std::string target;
   std::vector<std::string> train, freeze;  ///< --train / --freeze PATTERN (fine-tuning)
   int grad_accum = 1;                      ///< --grad-accum K
+  int64_t lora_rank = 0;                   ///< --lora R: peft LoRA added to a graph without it (0: none)
+  std::vector<std::string> lora_targets;   ///< --lora-targets NAME: the Linear layers it wraps
   bool json = false;
 };
 
@@ -33,7 +35,8 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option = tru
 
 /// The analysis options these flags ask for. Throws Error on a malformed --dim.
 AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free_dim = "");
-/// Reads the model file (advise analyses one graph under several configurations).
+/// Reads the model file (advise analyses one graph under several configurations),
+/// with LoRA adapters added when --lora asks. Throws Error.
 Graph load_graph(const CommonOptions& o);
 /// Loads the model and runs the analysis for these options. Throws Error.
 /// The analysis lives until the process ends: main() ends with _Exit, because tearing
