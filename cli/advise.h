@@ -19,6 +19,7 @@ struct WhatIf {
   std::string key;    ///< "amp_bf16", for JSON
   TrainConfig train;  ///< the configuration analysed
   int64_t steps = 1;  ///< gradient accumulation steps: estimated at batch / steps
+  int64_t lora_rank = 0;  ///< > 0: peft's LoRA added to the graph first (estimator/lora.h)
 };
 
 /// A what-if's estimate.

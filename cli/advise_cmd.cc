@@ -1,7 +1,7 @@
 // `memest advise`: what to change when a step does not fit. Each what-if re-runs
-// the analysis under a changed training configuration (gradient accumulation
-// instead evaluates the same program at the micro-batch), and the what-ifs are
-// ranked by their predicted peak.
+// the analysis under a changed training configuration (gradient accumulation: K
+// micro-batches of batch / K, gradients kept across them; LoRA: adapters added to the
+// graph first), and the what-ifs are ranked by their predicted peak.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,12 +17,64 @@
 #include "cli/report.h"
 #include "cli/units.h"
 #include "estimator/error.h"
+#include "estimator/finetune.h"
+#include "estimator/lora.h"
 
 namespace memest {
 namespace {
 
-// The what-ifs that apply to an analysed graph and its configuration.
-std::vector<WhatIf> what_ifs(const Graph& g, const TrainConfig& now, int64_t batch, bool batch_is_free) {
+// Fine-tuning what-ifs (protocol.md "Fine-tuning"), offered while every parameter
+// trains: the head alone, the first half of the model frozen, and LoRA where the graph
+// has Linear layers peft would wrap by default.
+void fine_tuning_what_ifs(const Graph& raw, const Graph& g, const TrainConfig& now, std::vector<WhatIf>& out) {
+  if (!now.train.empty() || !now.freeze.empty()) return;
+  // Parameter-owning modules in the order they run.
+  std::vector<std::string> modules;
+  std::vector<int> first_node;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (n.dead) continue;
+    for (int in : n.inputs) {
+      if (in < 0 || g.tensors[in].kind != TensorKind::Parameter) continue;
+      const std::string m = module_from_param_name(parameter_name(g, in));
+      if (m.empty() || m.find("lora_") != std::string::npos) continue;
+      if (std::find(modules.begin(), modules.end(), m) == modules.end()) {
+        modules.push_back(m);
+        first_node.push_back(static_cast<int>(k));
+      }
+    }
+  }
+  if (modules.size() >= 2) {
+    TrainConfig t = now;
+    t.train = {modules.back()};
+    out.push_back({"train the head only (--train " + modules.back() + ")", "train_head", t, 1});
+  }
+  const std::vector<Segment> blocks = checkpoint_segments(g, Checkpoint::Blocks);
+  if (blocks.size() >= 2) {
+    TrainConfig t = now;
+    const int middle = blocks[blocks.size() / 2].first;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      if (first_node[i] < middle) t.freeze.push_back(modules[i]);
+    }
+    if (!t.freeze.empty()) {
+      out.push_back({"freeze the first half (up to " + blocks[blocks.size() / 2 - 1].module + ")", "freeze_half", t, 1});
+    }
+  }
+  for (const std::string& m : modules) {
+    if (m.find("lora_") != std::string::npos) return;  // adapters already: --train '*lora_*' is the proposal
+  }
+  int wrapped = 0;
+  with_lora(raw, LoraSpec{}, &wrapped);
+  if (wrapped > 0) {
+    TrainConfig t = now;
+    t.train = {kLoraTrainPattern};
+    out.push_back({"LoRA r=8 on " + std::to_string(wrapped) + " attention projections (--lora 8)", "lora_8", t, 1, 8});
+  }
+}
+
+// The what-ifs that apply to a graph (`raw` as read, `g` analysed) and its configuration.
+std::vector<WhatIf> what_ifs(const Graph& raw, const Graph& g, const TrainConfig& now, int64_t batch,
+                             bool batch_is_free) {
   std::vector<WhatIf> out;
   auto add = [&](std::string name, std::string key, auto change) {
     TrainConfig t = now;
@@ -60,10 +112,14 @@ std::vector<WhatIf> what_ifs(const Graph& g, const TrainConfig& now, int64_t bat
       return true;
     });
   }
+  fine_tuning_what_ifs(raw, g, now, out);
+  // Accumulation: K micro-batches of batch / K per step, the gradients kept across them.
   for (int64_t k : {2, 4, 8}) {
     if (!batch_is_free || batch % k != 0) continue;
+    TrainConfig t = now;
+    t.grad_accum = static_cast<int>(now.grad_accum * k);
     out.push_back({"gradient accumulation " + std::to_string(k) + " x " + std::to_string(batch / k),
-                   "accumulate_" + std::to_string(k), now, k});
+                   "accumulate_" + std::to_string(k), t, k});
   }
   return out;
 }
@@ -175,7 +231,7 @@ std::vector<Outcome> rank_what_ifs(const CommonOptions& o, int64_t batch, std::o
   *now = analyze(graph, base);
   // A file that fixes the batch has no largest batch to search for.
   const bool batch_is_free = !fixed_batch(*now);
-  const std::vector<WhatIf> whats = what_ifs(now->graph, now->train, batch, batch_is_free);
+  const std::vector<WhatIf> whats = what_ifs(graph, now->graph, now->train, batch, batch_is_free);
   rows.emplace_back().what = {"current configuration", "current", now->train, 1};
   estimate_outcome(rows[0], *now, batch, budget, batch_is_free, progress, "current");
   for (size_t i = 0; i < whats.size(); ++i) {
@@ -183,16 +239,12 @@ std::vector<Outcome> rank_what_ifs(const CommonOptions& o, int64_t batch, std::o
     out.what = whats[i];
     const std::string step = "[" + std::to_string(i + 1) + "/" + std::to_string(whats.size()) + "] " + whats[i].name;
     try {
-      if (whats[i].steps > 1) {
-        // The same program at the micro-batch: its largest micro-batch is the current one's.
-        estimate_outcome(out, *now, batch, budget, false, progress, step);
-        out.max_micro_batch = rows[0].max_micro_batch;
-      } else {
-        progress.update(step + ": analysing");
-        AnalysisOptions opts = base;
-        opts.train = whats[i].train;
-        estimate_outcome(out, analyze(graph, opts), batch, budget, batch_is_free, progress, step);
-      }
+      progress.update(step + ": analysing");
+      AnalysisOptions opts = base;
+      opts.train = whats[i].train;
+      const Analysis a = whats[i].lora_rank > 0 ? analyze(with_lora(graph, LoraSpec{whats[i].lora_rank}, nullptr), opts)
+                                                : analyze(graph, opts);
+      estimate_outcome(out, a, batch, budget, batch_is_free, progress, step);
     } catch (const Error& err) {
       out.error = err.message();
     }
@@ -234,8 +286,8 @@ std::function<int()> setup_advise(CLI::App& app) {
     if (!note.empty()) std::cout << "Profile: " << note << "\n";
     std::cout << "\n";
     print_table(budget, rows);
-    std::cout << "\nEach what-if changes one thing and re-runs the simulator. Gradient accumulation is one\n"
-                 "step at the micro-batch; its largest batch is steps x the largest micro-batch that fits.\n";
+    std::cout << "\nEach what-if changes one thing and re-runs the simulator. Gradient accumulation runs K\n"
+                 "micro-batches of batch / K per step; its largest batch is K x the largest micro-batch that fits.\n";
     if (!budget) std::cout << "Give --budget SIZE or --gpu NAME for the largest batch that fits each.\n";
     return 0;
   };

@@ -29,7 +29,8 @@ p = run(["advise"] + ARGS + ["--json"])
 check("advise --json exits 0", p.returncode == 0, p.stderr.strip())
 j = json.loads(p.stdout) if p.returncode == 0 else {"what_ifs": []}
 rows = {w["key"]: w for w in j["what_ifs"]}
-for key in ["current", "amp_fp16", "amp_bf16", "fused_adam", "sgd", "accumulate_2", "accumulate_4", "accumulate_8"]:
+for key in ["current", "amp_fp16", "amp_bf16", "fused_adam", "sgd", "accumulate_2", "accumulate_4", "accumulate_8",
+            "train_head", "freeze_half"]:
     check("offers %s" % key, key in rows, ", ".join(rows))
 check("current comes first", j["what_ifs"] and j["what_ifs"][0]["key"] == "current")
 peaks = [w["peak_bytes"] for w in j["what_ifs"][1:] if "error" not in w]
@@ -51,9 +52,24 @@ if "current" in rows:
         check("AMP bf16's peak is the estimate's", rows["amp_bf16"]["peak_bytes"] == est["peak_bytes"])
     if "accumulate_4" in rows:
         acc = rows["accumulate_4"]
-        est = json.loads(run([MODEL, "--batch", "8", "--optim", "adam", "--json"]).stdout)
-        check("accumulation 4 is the step at batch 8", acc["batch"] == 8 and acc["peak_bytes"] == est["peak_bytes"])
-        check("accumulation 4 fits 4x the micro-batches", acc["max_batch"] == 4 * cur["max_batch"])
+        est = json.loads(run([MODEL, "--batch", "8", "--optim", "adam", "--grad-accum", "4", "--json"]).stdout)
+        check("accumulation 4 is --grad-accum 4 at batch 8", acc["batch"] == 8 and acc["peak_bytes"] == est["peak_bytes"])
+        sweep = json.loads(run(["sweep"] + ARGS + ["--grad-accum", "4", "--json"]).stdout)
+        check("accumulation 4 fits 4x sweep's micro-batch", acc["max_batch"] == 4 * sweep["max_batch"],
+              "%d vs 4 x %d" % (acc["max_batch"], sweep["max_batch"]))
+    if "train_head" in rows:
+        est = json.loads(run(ARGS[:5] + ["--train", "fc", "--json"]).stdout)
+        check("head only is --train fc", rows["train_head"]["peak_bytes"] == est["peak_bytes"])
+
+# LoRA is offered where peft would add it by default (a BERT's query/value), and is --lora 8.
+BERT = ["models/bert_hf.onnx", "--batch", "16", "--dim", "seq=128", "--optim", "adamw"]
+p = run(["advise"] + BERT + ["--json"])
+rows = {w["key"]: w for w in json.loads(p.stdout)["what_ifs"]} if p.returncode == 0 else {}
+check("offers LoRA for a BERT", "lora_8" in rows, p.stderr.strip())
+if "lora_8" in rows:
+    est = json.loads(run(BERT + ["--lora", "8", "--json"]).stdout)
+    check("LoRA's peak is --lora 8's", rows["lora_8"]["peak_bytes"] == est["peak_bytes"])
+check("no LoRA for a CNN", "lora_8" not in {w["key"] for w in j["what_ifs"]})
 
 p = run(["advise"] + ARGS)
 check("advise prints a table", p.returncode == 0 and "What-if" in p.stdout and "Largest batch" in p.stdout, p.stderr)
