@@ -10,6 +10,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   maxbatch    largest batch that trains under a memory budget (binary search)
   context     the CUDA context's reserve (total - free - reserved), in this fresh process
   kernels     scratch memory of single ops (cuDNN workspaces, reductions, attention) and whole-case traces
+  export-meta a shape-only ONNX file from a config alone, built on the meta device (70B on a laptop)
   matrix      export a set through every exporter/mode/dynamic-shape variant (issue 17)
   convprobe   cuDNN convolution workspaces on a random grid of configurations
   matrix-check  unpack the committed export matrix; check every file loads with torch's parameter bytes
@@ -46,6 +47,9 @@ def main(argv):
     if cmd == "kernels":
         from validate import kernels
         return kernels.main(rest)
+    if cmd == "export-meta":
+        from validate import export_meta
+        return export_meta.main(rest)
     if cmd == "matrix":
         from validate import matrix
         return matrix.main(rest)

@@ -47,6 +47,11 @@ def _hf_config(model_type):
         cfg.num_labels = 2
     if getattr(cfg, "pad_token_id", None) is not None and cfg.pad_token_id >= 8000:
         cfg.pad_token_id = 0
+    if hasattr(cfg, "pad_token_id") and cfg.pad_token_id is None:
+        # A decoder's sequence classifier pools the last token that is not padding and
+        # refuses a batch > 1 without a pad token (session 9: nemotron, mixtral and
+        # deepseek_v3 failed so). The pad token decides which position is pooled, no shape.
+        cfg.pad_token_id = 0
     return cfg
 
 
