@@ -117,10 +117,15 @@ set_tests_properties(validate_unit PROPERTIES TIMEOUT 300)
 # 18): the committed archive is unpacked once into the build folder, then every file
 # must load with torch's parameter bytes, and each measured set must not get worse than
 # thresholds.json says (the accuracy when it was committed).
-# memest_matrix(ARCHIVE SET...): unpack models/ARCHIVE.tar.xz once into the build folder,
-# check that its files load (thresholds.json "matrix" -> ARCHIVE), and compare each
-# validate/results/SET-h200-torch2.11.jsonl measured on its models, per exporter variant.
+# memest_matrix(ARCHIVE SETS SET... [VARIANTS VARIANT...]): unpack models/ARCHIVE.tar.xz
+# once into the build folder, check that its files load (thresholds.json "matrix" ->
+# ARCHIVE), and compare each validate/results/SET-h200-torch2.11.jsonl measured on its
+# models, per exporter variant (default: dynamo-train-dyn and legacy-train-dyn).
 function(memest_matrix archive)
+  cmake_parse_arguments(M "" "" "SETS;VARIANTS" ${ARGN})
+  if(NOT M_VARIANTS)
+    set(M_VARIANTS dynamo-train-dyn legacy-train-dyn)
+  endif()
   if(NOT EXISTS ${PROJECT_SOURCE_DIR}/models/${archive}.tar.xz)
     return()
   endif()
@@ -134,8 +139,8 @@ function(memest_matrix archive)
                    --key ${archive} --enforce
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(${archive}_loads PROPERTIES FIXTURES_REQUIRED ${archive} TIMEOUT 900)
-  foreach(set ${ARGN})
-    foreach(variant dynamo-train-dyn legacy-train-dyn)
+  foreach(set ${M_SETS})
+    foreach(variant ${M_VARIANTS})
       add_test(NAME accuracy_${set}_${variant}
                COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/${set}-h200-torch2.11.jsonl
                        --memest $<TARGET_FILE:memest> --models-dir ${dest}/${variant} --skip-missing
@@ -147,10 +152,12 @@ function(memest_matrix archive)
 endfunction()
 # Session 8's corpus and random seeds 1-2 (measured twice: random-* lost most cases to
 # the cuDNN dropout state, random12-remeasure-* is session 9's full run).
-memest_matrix(matrix-h200-torch2.11 corpus random random12-remeasure)
+memest_matrix(matrix-h200-torch2.11 SETS corpus random random12-remeasure)
 # Session 9's blind sample (sample seed 8, random seeds 3-4), compared once blind
 # (validate/results/blind2-compare-h200-torch2.11.txt), now a regression set.
-memest_matrix(matrix-blind2-h200-torch2.11 sample8 random34)
+memest_matrix(matrix-blind2-h200-torch2.11 SETS sample8 random34)
+# Its three decoder classifiers, measured again once they had a pad token; two exported.
+memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
 # The fine-tuning set (issue 19): the files it was measured on, then the comparison.
 if(EXISTS ${PROJECT_SOURCE_DIR}/models/finetune-h200-torch2.11.tar.xz)
@@ -160,10 +167,18 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/models/finetune-h200-torch2.11.tar.xz)
                    models/finetune-h200-torch2.11.tar.xz ${MEMEST_FT}
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(finetune_unpack PROPERTIES FIXTURES_SETUP finetune_models)
-  add_test(NAME accuracy_finetune
-           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/finetune-h200-torch2.11.jsonl
-                   --memest $<TARGET_FILE:memest> --models-dir ${MEMEST_FT} --skip-missing
-                   --key finetune-h200-torch2.11.jsonl --enforce
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(accuracy_finetune PROPERTIES FIXTURES_REQUIRED finetune_models TIMEOUT 600)
+  # Legacy-first graphs (validate export's default order) and the dynamo exporter's.
+  foreach(variant legacy dynamo)
+    set(dir ${MEMEST_FT})
+    if(variant STREQUAL dynamo)
+      set(dir ${MEMEST_FT}/dynamo)
+    endif()
+    add_test(NAME accuracy_finetune_${variant}
+             COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/finetune-h200-torch2.11.jsonl
+                     validate/results/finetune2-h200-torch2.11.jsonl
+                     --memest $<TARGET_FILE:memest> --models-dir ${dir} --skip-missing
+                     --key finetune-h200-torch2.11.jsonl@${variant} --enforce
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(accuracy_finetune_${variant} PROPERTIES FIXTURES_REQUIRED finetune_models TIMEOUT 600)
+  endforeach()
 endif()

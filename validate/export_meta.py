@@ -78,12 +78,16 @@ def build(source, task, overrides):
 
 
 def external_initializers(program, location):
-    """Every initializer becomes external data in `location` (never written): meta
-    tensors have no bytes to serialize."""
+    """Every weight becomes external data in `location` (never written): meta tensors
+    have no bytes to serialize. Constants the exporter made with real contents stay."""
     import onnx_ir as ir
     offset = 0
     for name, value in program.model.graph.initializers.items():
         t = value.const_value
+        if t is None or getattr(getattr(t, "raw", None), "device", None) is None:
+            continue  # not a torch tensor: a constant with contents
+        if t.raw.device.type != "meta":
+            continue
         dtype = value.dtype if value.dtype is not None else t.dtype
         shape = value.shape if value.shape is not None else t.shape
         n = 1
@@ -92,6 +96,14 @@ def external_initializers(program, location):
         nbytes = n * dtype.itemsize
         value.const_value = ir.ExternalTensor(location, offset, nbytes, dtype, shape=ir.Shape(shape), name=name)
         offset += nbytes
+
+
+def _export_once(model, example, shapes, names, location, optimize):
+    import torch
+    prog = torch.onnx.export(model, example, dynamo=True, dynamic_shapes=shapes, opset_version=OPSET,
+                             input_names=names, output_names=["logits"], optimize=optimize)
+    external_initializers(prog, location)
+    return prog.model_proto
 
 
 def export(model, kind, seq, image, batch_example, out):
@@ -107,17 +119,17 @@ def export(model, kind, seq, image, batch_example, out):
         x = torch.zeros(batch_example, 3, image, image, device="meta")
         shapes = ({0: dyn},)
         names = ["input"]
-    prog = torch.onnx.export(model, (x,), dynamo=True, dynamic_shapes=shapes, opset_version=OPSET,
-                             input_names=names, output_names=["logits"], optimize=False)
-    external_initializers(prog, os.path.basename(out) + ".weights")
-    # The default export optimizes the graph (the same passes as an ordinary export);
-    # folding never needs a weight's bytes, but say so if a pass tried to read one.
+    location = os.path.basename(out) + ".weights"
+    # The default export optimizes the graph, as an ordinary export does; its constant
+    # folding may trip over meta tensors, and then the graph is left as traced.
+    optimized = True
     try:
-        prog.optimize()
-    except Exception as exc:  # noqa: BLE001 (any failure leaves the unoptimized graph, which is valid)
-        print("export-meta: the graph is left unoptimized (%s: %s)" % (type(exc).__name__, str(exc)[:200]),
-              file=sys.stderr)
-    proto = prog.model_proto
+        proto = _export_once(model, (x,), shapes, names, location, optimize=True)
+    except Exception as exc:  # noqa: BLE001
+        print("export-meta: optimized export failed (%s: %s); exporting unoptimized" % (
+            type(exc).__name__, str(exc).splitlines()[0][:200]), file=sys.stderr)
+        optimized = False
+        proto = _export_once(model, (x,), shapes, names, location, optimize=False)
     from validate.onnx_strip import rename_dims, set_metadata
     want = ["batch", "seq"] if kind == "tokens" else ["batch"]
     mapping = {}
@@ -126,7 +138,7 @@ def export(model, kind, seq, image, batch_example, out):
             mapping[d.dim_param] = name
     rename_dims(proto, mapping)
     set_metadata(proto, {"memest.export": "meta-device, dynamo, training mode, no weights",
-                         "memest.torch": torch.__version__})
+                         "memest.optimized": optimized, "memest.torch": torch.__version__})
     import onnx
     onnx.save_model(proto, out)
     return proto
