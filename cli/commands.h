@@ -26,6 +26,7 @@ std::function<int()> setup_sweep(CLI::App& app);
 std::function<int()> setup_check(CLI::App& app);
 std::function<int()> setup_ops(CLI::App& app);
 std::function<int()> setup_advise(CLI::App& app);
+std::function<int()> setup_targets(CLI::App& app);
 
 /// The table of subcommands (`memest help` prints it). The estimate is the default.
 const std::vector<Subcommand>& subcommands();

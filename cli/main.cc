@@ -27,6 +27,8 @@ const std::vector<Subcommand>& subcommands() {
       {"advise", "what-ifs (AMP, checkpointing, accumulation, optimizer) ranked by peak",
        "memest advise models/resnet50.onnx --batch 128 --optim adam --gpu t4", setup_advise},
       {"ops", "the ops memest knows and what it models for each", "memest ops --family norm", setup_ops},
+      {"targets", "the measured GPU + torch profiles (--target) and the cards --gpu knows", "memest targets",
+       setup_targets},
   };
   return cmds;
 }
@@ -75,7 +77,8 @@ std::string usage() {
       "  memest sweep MODEL --budget SIZE | --gpu NAME [--margin PCT] [same options]\n"
       "  memest check MODEL --batch N --budget SIZE | --gpu NAME [--margin PCT] [same options]\n"
       "  memest advise MODEL --batch N [--budget SIZE | --gpu NAME] [same options]\n"
-      "  memest ops [--family NAME]\n\n"
+      "  memest ops [--family NAME]\n"
+      "  memest targets [--json]\n\n"
       "Subcommands:\n";
   for (const auto& c : memest::subcommands()) s += "  " + std::string(c.name) + std::string(10 - std::strlen(c.name), ' ') + c.help + "\n";
   s += "\nExamples (run from the repository root):\n";

@@ -249,7 +249,8 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
   a.unsupported.assign(unsupported.begin(), unsupported.end());
   laps.lap(&StageTimes::shapes);
   FuseOptions fo;
-  fo.attention = a.train.attention == Attention::Fused;
+  // A target whose GPU has no fused kernels runs SDPA's math backend: the matrix is kept.
+  fo.attention = a.train.attention == Attention::Fused && a.train.target->fused_attention;
   a.fused = fuse_patterns(g, fo);
   warn_attention_as_written(g, fo.attention);
   laps.lap(&StageTimes::fuse);

@@ -8,24 +8,25 @@ namespace {
 
 const Target kTargets[] = {
     {
-        "h200-torch2.11",
-        "NVIDIA H200, torch 2.11 + CUDA 13.0, cuDNN 9.19 (validate/results/h200-torch2.11.jsonl)",
+        .name = "h200-torch2.11",
+        .description = "NVIDIA H200, torch 2.11 + CUDA 13.0, cuDNN 9.19 (validate/results/h200-torch2.11.jsonl)",
         // 32 MiB: ../shared/spec/anchors.md; torch's default CUBLAS_WORKSPACE_CONFIG on sm90 (4096 KiB x 8).
-        32ll << 20,
+        .cublas_workspace = 32ll << 20,
         // validate/results/traces-h200-torch2.11.jsonl: a second 32 MiB block appears at
         // the first matmul of it0/backward (no Python frame: the autograd thread).
-        true,
+        .cublas_backward_workspace = true,
         // The same traces: a 1 MiB block beside the workspace at the first nn.Linear forward
         // (absent in lstm_lm, whose only Linear runs as matmul + add).
-        1ll << 20,
-        512,
-        true,
+        .cublaslt_workspace = 1ll << 20,
+        .alloc_round = 512,
+        // sm90 runs scaled_dot_product_attention as flash / memory-efficient attention.
+        .fused_attention = true,
         // validate/results/kernels-h200-torch2.11.jsonl (`validate kernels`, rows "sum0"):
         // x.sum(0) of [M, N] allocates 8*M*N bytes for 256 <= N <= 4096 and M >= 2048, at
         // most 132 MiB (132 SMs); nothing at M <= 512 (the threshold between is taken at 1024).
-        132ll << 20,
-        1024,
-        256,
+        .reduce_scratch_cap = 132ll << 20,
+        .reduce_scratch_min_rows = 1024,
+        .reduce_scratch_min_cols = 256,
     },
 };
 
@@ -36,7 +37,9 @@ const Target& find_target(const std::string& name) {
   for (const auto& t : kTargets) {
     if (t.name == name) return t;
   }
-  throw Error("unknown --target '" + name + "' (known: h200-torch2.11)");
+  std::string known;
+  for (const auto& t : kTargets) known += (known.empty() ? "" : ", ") + t.name;
+  throw Error("unknown --target '" + name + "' (known: " + known + "; `memest targets` lists them)");
 }
 
 std::vector<const Target*> all_targets() {

@@ -187,6 +187,16 @@ p = run(["models/resnet50.onnx", "--batch", "8", "--gpu", "t4"])
 check("the estimate with --gpu gives a verdict before the components",
       p.stdout.splitlines()[2].startswith(("Fits in", "Does not fit in")), p.stdout[:400])
 
+# `memest targets` lists the profile --target takes and the cards --gpu takes.
+p = run(["targets", "--json"])
+t = json.loads(p.stdout) if p.returncode == 0 else {"targets": [], "gpus": []}
+check("targets lists the default profile first", t["targets"] and t["targets"][0]["name"] == "h200-torch2.11", p.stderr)
+check("targets lists every --gpu card with its budget", {"t4", "a100-80gb", "h200"} <= {g["name"] for g in t["gpus"]}
+      and all(0 < g["budget_bytes"] < g["total_bytes"] for g in t["gpus"]), p.stdout[:300])
+p = run(["models/resnet18.onnx", "--target", "h100-torch9"])
+check("an unknown --target names the known ones and `memest targets`",
+      p.returncode == 2 and "h200-torch2.11" in p.stderr and "memest targets" in p.stderr, p.stderr)
+
 passed = sum(results)
 print("%d passed, %d failed" % (passed, len(results) - passed))
 sys.exit(0 if passed == len(results) else 1)
