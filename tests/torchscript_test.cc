@@ -4,6 +4,8 @@
 // ONNX frontend. Without the generated models (a plain `memest_tests` run) or the
 // helper, each case says so and passes.
 #include <doctest/doctest.h>
+
+#include "frontends/text_reader.h"
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
@@ -215,7 +217,21 @@ TEST_CASE("torchscript: a file saved by torch 2.11 loads") {
   const Analysis a = analyze_adam(std::move(g));
   CHECK(a.accounting.parameter_bytes == (32 * 64 + 64 + 64 * 10 + 10) * 4);
   CHECK(count_nodes(a.graph, "Linear") == 2);
-  CHECK(estimate(a, 8).peak.peak_bytes > 0);
+  // validate.nets.TinyMLP is fc2(relu(fc1(x))): written as text, the same bytes.
+  const Analysis text = analyze_adam(read_text_graph(R"(
+opset 17
+input x float32 batch,32
+param fc1.weight float32 64,32
+param fc1.bias float32 64
+param fc2.weight float32 10,64
+param fc2.bias float32 10
+node memest::Linear x fc1.weight fc1.bias -> h @fc1
+node Relu h -> r @relu
+node memest::Linear r fc2.weight fc2.bias -> out @fc2
+output out
+)"));
+  CHECK(estimate(a, 8).peak.peak_bytes == estimate(text, 8).peak.peak_bytes);
+  CHECK(estimate(a, 8).reserved_bytes == estimate(text, 8).reserved_bytes);
 }
 
 TEST_CASE("torchscript: scaled_dot_product_attention, which libtorch 1.13 lacks, is one Attention") {
