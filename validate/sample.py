@@ -79,9 +79,20 @@ def entry_of(name):
 
 
 def _known():
+    """Names every set holds already, earlier draws included (their committed results)."""
+    import glob
+    import json
+    import os
     from validate import zoo
     from validate.corpus import CORPUS
     names = set(zoo.BY_NAME) | set(zoo.HOLDOUT_BY_NAME) | set(zoo.BLIND_BY_NAME) | {e.name for e in CORPUS}
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in glob.glob(os.path.join(here, "results", "sample*.jsonl")):
+        with open(path) as f:
+            for line in f:
+                model = json.loads(line).get("model", "")
+                if model.startswith(("st_", "sh_")):
+                    names.add(model[3:])
     return names
 
 
