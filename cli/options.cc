@@ -7,6 +7,7 @@
 
 #include "estimator/error.h"
 #include "estimator/lora.h"
+#include "estimator/spellings.h"
 #include "frontends/load.h"
 
 namespace memest {
@@ -59,31 +60,25 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
 
 namespace {
 
-// Throws "--amp takes fp16 or bf16, not fp8" unless `value` is one of `allowed`;
-// `hidden` values are accepted without being offered ("none", --amp's absence).
-void check_choice(const char* flag, const std::string& value, std::initializer_list<const char*> allowed,
-                  std::initializer_list<const char*> hidden = {}) {
-  std::string list;
-  size_t i = 0;
-  for (const char* a : allowed) {
-    if (value == a) return;
-    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::string(a);
-    ++i;
-  }
-  for (const char* h : hidden) {
-    if (value == h) return;
-  }
-  throw Error(std::string(flag) + " takes " + list + ", not " + (value.empty() ? "nothing" : value));
+// The value of `flag` spelled `value`, by the enum's one table of spellings; throws
+// "--amp takes fp16 or bf16, not fp8". `first` skips spellings that are accepted but
+// not offered ("none": --amp's absence).
+template <class E, size_t N>
+E parse_choice(const char* flag, const std::string& value, const Spelling<E> (&table)[N], size_t first = 0) {
+  if (auto v = parse_spelling(table, value)) return *v;
+  throw Error(std::string(flag) + " takes " + spellings_list(table, first) + ", not " +
+              (value.empty() ? "nothing" : value));
 }
 
 }  // namespace
 
 AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free_dim) {
-  check_choice("--optim", o.optim, {"sgd", "adam", "adamw"});
-  check_choice("--amp", o.amp, {"fp16", "bf16"}, {"none"});
-  check_choice("--loss", o.loss, {"ce", "mse", "sum"});
-  check_choice("--attention", o.attention, {"fused", "eager"});
-  check_choice("--checkpoint", o.checkpoint, {"none", "blocks", "sqrt"});
+  TrainConfig t;
+  t.optim = parse_choice("--optim", o.optim, kOptimSpellings);
+  t.amp = parse_choice("--amp", o.amp, kAmpSpellings, 1);
+  t.loss = parse_choice("--loss", o.loss, kLossSpellings);
+  t.attention = parse_choice("--attention", o.attention, kAttentionSpellings);
+  t.checkpoint = parse_choice("--checkpoint", o.checkpoint, kCheckpointSpellings);
   AnalysisOptions ao;
   for (const auto& d : o.dims) {
     auto eq = d.find('=');
@@ -97,19 +92,13 @@ AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free
     ao.dims[d.substr(0, eq)] = std::stoll(value);
   }
   ao.free_dim = free_dim;
-  TrainConfig& t = ao.train;
-  t.optim = o.optim == "adam" ? Optim::Adam : o.optim == "adamw" ? Optim::AdamW : Optim::SGD;
   t.momentum = o.momentum;
-  t.amp = o.amp == "fp16" ? Amp::FP16 : o.amp == "bf16" ? Amp::BF16 : Amp::None;
-  t.loss = o.loss == "mse" ? Loss::MSE : o.loss == "sum" ? Loss::Sum : Loss::CE;
-  t.attention = o.attention == "eager" ? Attention::Eager : Attention::Fused;
-  t.checkpoint = o.checkpoint == "blocks" ? Checkpoint::Blocks : o.checkpoint == "sqrt" ? Checkpoint::Sqrt
-                                                                                        : Checkpoint::None;
   t.target = &find_target(o.target);
   t.train = o.train;
   t.freeze = o.freeze;
   t.grad_accum = o.grad_accum;
   if (o.lora_rank > 0 && t.train.empty() && t.freeze.empty()) t.train = {kLoraTrainPattern};
+  ao.train = std::move(t);
   return ao;
 }
 

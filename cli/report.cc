@@ -12,6 +12,7 @@
 #include "cli/json_writer.h"
 #include "cli/options.h"
 #include "cli/units.h"
+#include "estimator/spellings.h"
 #include "estimator/allocator.h"
 #include "estimator/finetune.h"
 
@@ -42,11 +43,6 @@ std::string eval_shape(const Shape& s, const Bindings& b) {
   }
   return out + "]";
 }
-
-const char* amp_name(Amp a) { return a == Amp::FP16 ? "fp16" : a == Amp::BF16 ? "bf16" : "none"; }
-const char* optim_name(Optim o) { return o == Optim::Adam ? "adam" : o == Optim::AdamW ? "adamw" : "sgd"; }
-const char* loss_name(Loss l) { return l == Loss::MSE ? "mse" : l == Loss::Sum ? "sum" : "ce"; }
-const char* checkpoint_name(Checkpoint c) { return c == Checkpoint::Blocks ? "blocks" : c == Checkpoint::Sqrt ? "sqrt" : "none"; }
 
 // Columns are padded by what a terminal shows: the tree glyphs are three bytes
 // each in UTF-8 but one column wide.
@@ -395,7 +391,7 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.key("config");
   w.begin_object();
   w.field("amp", amp_name(a.train.amp));
-  w.field("attention", a.train.attention == Attention::Fused ? "fused" : "eager");
+  w.field("attention", attention_name(a.train.attention));
   w.field("checkpoint", checkpoint_name(a.train.checkpoint));
   w.field("grad_accum", a.train.grad_accum);
   w.field("loss", loss_name(a.train.loss));
