@@ -32,6 +32,11 @@ mkdir -p /tmp/pout
 m --set random:5:60 --configs b1-fp16-adam --out /tmp/res/r5.jsonl > $L/m-r5.log 2>&1 &
 python3 -m validate matrix --set random:5:60 --out /tmp/matrix --jobs 3 --deadline $dl \
     --variants legacy-train-dyn,dynamo-train-dyn > $L/x-r5.log 2>&1 &
+# The blind maxbatch answers that ran out of memory (sh_granite_lm, sh_hyperclovax_lm at
+# memest's batch): uncapped, at the largest batch that fitted, with the allocator's history.
+m --set sample:8:36 --models sh_granite_lm,sh_hyperclovax_lm --configs bs1346-fp16-adam,bs1294-fp16-adam \
+    --trace sh_granite_lm/bs1346-fp16-adam,sh_hyperclovax_lm/bs1294-fp16-adam --only-trace --trace-detail \
+    --trace-out /tmp/res/tr-mb.jsonl > $L/tr-mb.log 2>&1 &
 names=$(python3 -c "from validate import sample; print(','.join(sample.draw(9, 24)))" 2>$L/draw.log)
 echo "drawn: $names"
 m --set sample:9:24 --models "$names" --configs b1-fp32-adam,b1-bf16-adamw --out /tmp/res/s9.jsonl > $L/m-s9.log 2>&1 &
@@ -45,6 +50,7 @@ cp /tmp/pout/parallel-$tag.jsonl $OUT/ 2>/dev/null
 cp /tmp/pout/logs-parallel.tar.xz $OUT/ 2>/dev/null
 cat /tmp/res/s9.jsonl > $OUT/sample9-$tag.jsonl
 cat /tmp/res/r5.jsonl > $OUT/random5-$tag.jsonl
+cat /tmp/res/tr-mb.jsonl > $OUT/traces12-$tag.jsonl
 tar -cJf $OUT/matrix-blind3.tar.xz -C /tmp/matrix .
 tar -cJf $OUT/meta-models2.tar.xz -C /tmp/meta .
 tar -cJf $OUT/logs-9c.tar.xz -C /tmp logs9c
