@@ -169,70 +169,82 @@ std::string training_export_advice(const Graph& g) {
          "torch >= 2.9 add dynamo=False, or use dynamo=True)";
 }
 
-}  // namespace
 
-Analysis analyze(Graph g, const AnalysisOptions& opts) {
-  Laps laps(opts.times);
-  Analysis a;
-  a.train = opts.train;
-  if (!a.train.target) a.train.target = &find_target("");
-  a.batch = intern_symbol("batch");
-  a.dims = opts.dims;
 
+// ---------------------------------------------------------------- the passes
+
+// What the passes share: the graph being analysed, the analysis being filled, the options.
+struct PassState {
+  Graph& g;
+  Analysis& a;
+  const AnalysisOptions& opts;
+  std::vector<int> fell_back;  ///< tensors whose shapes the shape pass assumed
+};
+
+// The batch is one symbol; --dim values replace theirs; every other input dimension must
+// be the free one (sweep --dim) or is an error naming --dim.
+void bind_dims_pass(PassState& s) {
+  Graph& g = s.g;
+  Analysis& a = s.a;
   const auto bsyms = batch_symbols(g);
   if (bsyms.empty()) {
     g.warn("no graph input has a symbolic first dimension, so the batch is fixed by the file; --batch is ignored");
   }
-  for (SymbolId s : bsyms) {
-    if (s != a.batch) replace_symbol(g, s, Expr::symbol(a.batch));
+  for (SymbolId sym : bsyms) {
+    if (sym != a.batch) replace_symbol(g, sym, Expr::symbol(a.batch));
   }
-  for (const auto& [name, value] : opts.dims) {
-    SymbolId s = intern_symbol(name);
+  for (const auto& [name, value] : s.opts.dims) {
+    SymbolId sym = intern_symbol(name);
     bool found = false;
     for (int in : g.inputs) {
       for (const auto& d : g.tensors[in].shape.value_or(Shape{})) {
-        for (SymbolId x : d.symbols()) found |= x == s;
+        for (SymbolId x : d.symbols()) found |= x == sym;
       }
     }
     if (!found) throw Error(g.file, "", "--dim " + name + ": no input has a dimension named '" + name + "'");
     if (value <= 0) throw Error(g.file, "", "--dim " + name + " must be a positive integer");
-    replace_symbol(g, s, Expr(value));
+    replace_symbol(g, sym, Expr(value));
   }
-  const SymbolId free = opts.free_dim.empty() ? a.batch : intern_symbol(opts.free_dim);
+  const SymbolId free = s.opts.free_dim.empty() ? a.batch : intern_symbol(s.opts.free_dim);
   for (int in : g.inputs) {
     const Tensor& t = g.tensors[in];
     for (const auto& d : t.shape.value_or(Shape{})) {
-      for (SymbolId s : d.symbols()) {
-        if (s != a.batch && s != free) {
-          throw Error(g.file, "", "dimension '" + symbol_name(s) + "' of input '" + t.name +
-                                      "' needs a value: pass --dim " + symbol_name(s) + "=N");
+      for (SymbolId sym : d.symbols()) {
+        if (sym != a.batch && sym != free) {
+          throw Error(g.file, "", "dimension '" + symbol_name(sym) + "' of input '" + t.name +
+                                      "' needs a value: pass --dim " + symbol_name(sym) + "=N");
         }
       }
     }
   }
-
   // A shape the file declares inside the graph in symbols no input has (an exporter's
   // own names for data-dependent sizes) could never be evaluated: not a fallback.
   std::set<SymbolId> known = {a.batch, free};
   for (int in : g.inputs) {
     for (const auto& d : g.tensors[in].shape.value_or(Shape{})) {
-      for (SymbolId s : d.symbols()) known.insert(s);
+      for (SymbolId sym : d.symbols()) known.insert(sym);
     }
   }
   for (auto& t : g.tensors) {
     if (!t.declared || t.kind == TensorKind::Input) continue;
     bool foreign = false;
     for (const auto& d : *t.declared) {
-      for (SymbolId s : d.symbols()) foreign |= !known.count(s);
+      for (SymbolId sym : d.symbols()) foreign |= !known.count(sym);
     }
     if (foreign) t.declared.reset();
   }
-  laps.lap(&StageTimes::bind);
-  verify_and_sort(g);
-  laps.lap(&StageTimes::sort);
-  const std::vector<int> fell_back = infer_shapes(g);
+}
+
+void sort_pass(PassState& s) { verify_and_sort(s.g); }
+
+// Shapes and dtypes; then the weights no gradient reaches become buffers, and what the
+// estimate rests on (fallback shapes, ops without a table entry, an inference export).
+void shapes_pass(PassState& s) {
+  Graph& g = s.g;
+  Analysis& a = s.a;
+  s.fell_back = infer_shapes(g);
   demote_untrained_parameters(g);
-  for (int t : fell_back) {
+  for (int t : s.fell_back) {
     const Tensor& ten = g.tensors[t];
     if (ten.shape && (!ten.consumers.empty() || ten.graph_output)) a.fallback_bytes += ten.bytes();
   }
@@ -247,23 +259,60 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
     if (!n.dead && !n.info) unsupported.insert((n.domain.empty() ? "" : n.domain + "::") + n.op);
   }
   a.unsupported.assign(unsupported.begin(), unsupported.end());
-  laps.lap(&StageTimes::shapes);
+}
+
+void fuse_pass(PassState& s) {
   FuseOptions fo;
   // A target whose GPU has no fused kernels runs SDPA's math backend: the matrix is kept.
-  fo.attention = a.train.attention == Attention::Fused && a.train.target->fused_attention;
-  a.fused = fuse_patterns(g, fo);
-  warn_attention_as_written(g, fo.attention);
-  laps.lap(&StageTimes::fuse);
-  append_loss(g, a.train.loss);
-  a.accounting = account(g, a.train);
-  laps.lap(&StageTimes::loss);
-  a.program = build_program(g, a.train);
-  if (a.train.checkpoint != Checkpoint::None && checkpoint_segments(g, a.train.checkpoint).empty()) {
-    g.warnings.push_back(
+  fo.attention = s.a.train.attention == Attention::Fused && s.a.train.target->fused_attention;
+  s.a.fused = fuse_patterns(s.g, fo);
+  warn_attention_as_written(s.g, fo.attention);
+}
+
+void loss_pass(PassState& s) {
+  append_loss(s.g, s.a.train.loss);
+  s.a.accounting = account(s.g, s.a.train);
+}
+
+void program_pass(PassState& s) {
+  s.a.program = build_program(s.g, s.a.train);
+  if (s.a.train.checkpoint != Checkpoint::None && checkpoint_segments(s.g, s.a.train.checkpoint).empty()) {
+    s.g.warnings.push_back(
         "--checkpoint: no repeated blocks (indexed modules holding layers, like layer1.0 or blocks.3); "
         "nothing is checkpointed");
   }
-  laps.lap(&StageTimes::program);
+}
+
+struct Pass {
+  const char* name;
+  void (*run)(PassState&);
+  double StageTimes::*stage;  ///< where bench/ reads its time
+};
+
+// The analysis, in order. A pass reads what the ones above it wrote.
+const Pass kPasses[] = {
+    {"bind-dims", bind_dims_pass, &StageTimes::bind},  // batch and --dim symbols
+    {"sort", sort_pass, &StageTimes::sort},            // topological order, well-formedness
+    {"shapes", shapes_pass, &StageTimes::shapes},      // dtypes and symbolic shapes, op tables
+    {"fuse", fuse_pass, &StageTimes::fuse},            // kernels PyTorch runs as one
+    {"loss", loss_pass, &StageTimes::loss},            // the protocol's loss; exact byte accounting
+    {"program", program_pass, &StageTimes::program},   // the training step as allocations
+};
+
+}  // namespace
+
+Analysis analyze(Graph g, const AnalysisOptions& opts) {
+  Laps laps(opts.times);
+  Analysis a;
+  a.train = opts.train;
+  if (!a.train.target) a.train.target = &find_target("");
+  a.batch = intern_symbol("batch");
+  a.dims = opts.dims;
+  PassState state{g, a, opts, {}};
+  for (const Pass& p : kPasses) {
+    p.run(state);
+    laps.lap(p.stage);
+  }
   a.graph = std::move(g);
   return a;
 }
