@@ -44,6 +44,15 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
                  "gradient accumulation: K forward/backward passes of --batch samples per optimizer step (loss / K)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  // Range checks are done by analysis_options(), with a line that names the flag.
+  auto* ddp = app.add_option("--ddp", o.ddp,
+                             "data parallel: one rank of DistributedDataParallel over N ranks (bucket_cap_mb=25); "
+                             "--batch is the batch of one rank");
+  app.add_flag("--bucket-view", o.bucket_view, "with --ddp: gradient_as_bucket_view=True (.grad are bucket views)")
+      ->needs(ddp);
+  app.add_option("--fsdp", o.fsdp,
+                 "fully sharded: one rank of FSDP2 (fully_shard on every repeated block and the root) over N ranks")
+      ->excludes(ddp);
   app.add_option("--target", o.target, "GPU + torch profile for library constants (default h200-torch2.11)");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
@@ -100,6 +109,14 @@ AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free
   t.train = o.train;
   t.freeze = o.freeze;
   t.grad_accum = o.grad_accum;
+  if (o.ddp || o.fsdp) {
+    const char* flag = o.ddp ? "--ddp" : "--fsdp";
+    const int n = o.ddp ? *o.ddp : *o.fsdp;
+    if (n < 1 || n > 65536) throw Error(std::string(flag) + " takes a world size from 1 to 65536, not " + std::to_string(n));
+    t.parallel = o.ddp ? Parallel::DDP : Parallel::FSDP;
+    t.world_size = n;
+  }
+  t.bucket_view = o.bucket_view;
   return ao;
 }
 

@@ -25,6 +25,8 @@ struct CommonOptions {
   std::string target;
   std::vector<std::string> train, freeze;  ///< --train / --freeze PATTERN (fine-tuning)
   int grad_accum = 1;                      ///< --grad-accum K
+  std::optional<int> ddp, fsdp;             ///< --ddp N / --fsdp N: the world size
+  bool bucket_view = false;                ///< --bucket-view (with --ddp)
   bool json = false;
 };
 
