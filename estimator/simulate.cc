@@ -581,8 +581,8 @@ class Builder : public StepMemory {
       bool have = false;
       for (int o : outputs(k)) have |= o >= 0 && grad_[o] >= 0;
       const int seg = segment_of_[k];
+      if (have && par_) par_->before_backward(k);  // FSDP unshards before checkpoint recomputes
       if (have && seg >= 0 && !recomputed_[seg]) recompute_segment(seg);
-      if (have && par_) par_->before_backward(k);
       if (have) backward_node(k);
       if (seg >= 0 && k == segments_[seg].first) {
         for (int b : seg_held_[seg]) unref(b);
