@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "estimator/analysis.h"
@@ -57,6 +58,13 @@ class Recorder : public StepMemory {
   std::vector<int> refs;
   int64_t live = 0, peak = 0;
 };
+
+// A text graph with its producer/consumer links (analyze() links them too).
+Graph linked(const char* text) {
+  Graph g = read_text_graph(text);
+  g.relink();
+  return g;
+}
 
 int tensor(const Graph& g, const std::string& name) {
   for (size_t t = 0; t < g.tensors.size(); ++t) {
@@ -143,7 +151,7 @@ TEST_CASE("FSDP2 shards: dim 0 chunked ceil(rows / N), padded to a multiple of N
 }
 
 TEST_CASE("FSDP2 groups: each repeated block, and the root with what no block claims") {
-  const Graph g = read_text_graph(kBlocks);
+  const Graph g = linked(kBlocks);
   const std::vector<FsdpGroup> groups = fsdp_groups(g);
   REQUIRE(groups.size() == 3);
   CHECK(groups[0].module == "blocks.0");
@@ -154,7 +162,7 @@ TEST_CASE("FSDP2 groups: each repeated block, and the root with what no block cl
 }
 
 TEST_CASE("FSDP2 hooks at world size 4: shards, all-gather buffers, one block in forward, prefetch in backward") {
-  const Graph g = read_text_graph(kBlocks);
+  const Graph g = linked(kBlocks);
   TrainConfig cfg;
   cfg.parallel = Parallel::FSDP;
   cfg.world_size = 4;
