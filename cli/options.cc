@@ -54,6 +54,15 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool batch_option) {
                  "with --lora: the Linear layers it wraps, by the last part of their module path (default: peft's "
                  "defaults, q_proj v_proj query value q v c_attn query_key_value)")
       ->needs(app.get_option("--lora"));
+  // Range checks are done by analysis_options(), with a line that names the flag.
+  auto* ddp = app.add_option("--ddp", o.ddp,
+                             "data parallel: one rank of DistributedDataParallel over N ranks (bucket_cap_mb=25); "
+                             "--batch is the batch of one rank");
+  app.add_flag("--bucket-view", o.bucket_view, "with --ddp: gradient_as_bucket_view=True (.grad are bucket views)")
+      ->needs(ddp);
+  app.add_option("--fsdp", o.fsdp,
+                 "fully sharded: one rank of FSDP2 (fully_shard on every repeated block and the root) over N ranks")
+      ->excludes(ddp);
   app.add_option("--target", o.target, "GPU + torch profile for library constants (default h200-torch2.11)");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
@@ -98,6 +107,14 @@ AnalysisOptions analysis_options(const CommonOptions& o, const std::string& free
   t.freeze = o.freeze;
   t.grad_accum = o.grad_accum;
   if (o.lora_rank > 0 && t.train.empty() && t.freeze.empty()) t.train = {kLoraTrainPattern};
+  if (o.ddp || o.fsdp) {
+    const char* flag = o.ddp ? "--ddp" : "--fsdp";
+    const int n = o.ddp ? *o.ddp : *o.fsdp;
+    if (n < 1 || n > 65536) throw Error(std::string(flag) + " takes a world size from 1 to 65536, not " + std::to_string(n));
+    t.parallel = o.ddp ? Parallel::DDP : Parallel::FSDP;
+    t.world_size = n;
+  }
+  t.bucket_view = o.bucket_view;
   ao.train = std::move(t);
   return ao;
 }

@@ -27,6 +27,8 @@ struct CommonOptions {
   int grad_accum = 1;                      ///< --grad-accum K
   int64_t lora_rank = 0;                   ///< --lora R: peft LoRA added to a graph without it (0: none)
   std::vector<std::string> lora_targets;   ///< --lora-targets NAME: the Linear layers it wraps
+  std::optional<int> ddp, fsdp;             ///< --ddp N / --fsdp N: the world size
+  bool bucket_view = false;                ///< --bucket-view (with --ddp)
   bool json = false;
 };
 

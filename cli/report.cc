@@ -15,6 +15,7 @@
 #include "estimator/spellings.h"
 #include "estimator/allocator.h"
 #include "estimator/finetune.h"
+#include "estimator/parallel.h"
 
 namespace memest {
 namespace {
@@ -137,6 +138,10 @@ std::string config_line(const Analysis& a, int64_t batch) {
       << (a.train.grad_accum > 1 ? " | grad-accum " + std::to_string(a.train.grad_accum) : "");
   for (const auto& p : a.train.train) out << " | train " << p;
   for (const auto& p : a.train.freeze) out << " | freeze " << p;
+  if (a.train.parallel != Parallel::None) {
+    out << " | " << parallel_name(a.train.parallel) << " rank of " << a.train.world_size
+        << (a.train.bucket_view ? " (bucket view)" : "");
+  }
   out << " | " << a.train.target->name;
   return out.str();
 }
@@ -445,6 +450,7 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.end_array();
   w.field("model", a.graph.file);
   w.field("node", node_label(a, e.peak.node));
+  w.field("parallel", parallel_name(a.train.parallel));
   w.field("peak_bytes", e.peak.peak_bytes);
   w.field("phase", phase_name(e.peak.phase));
   w.key("phases");
@@ -469,6 +475,7 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.begin_array();
   for (const auto& warning : a.graph.warnings) w.value(warning);
   w.end_array();
+  w.field("world_size", a.train.world_size);
   w.end_object();
 }
 

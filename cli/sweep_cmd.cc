@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/units.h"
+#include "estimator/parallel.h"
 
 namespace memest {
 namespace {
@@ -77,6 +78,8 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
     if (!note.empty()) j["profile_note"] = note;
     j["peak_bytes"] = lo > 0 ? best.peak.peak_bytes : 0;
     j["reserved_bytes"] = lo > 0 ? best.reserved_bytes : 0;
+    j["parallel"] = parallel_name(a.train.parallel);
+    j["world_size"] = a.train.world_size;
     if (help) j["advice"] = help->json;
     std::cout << j.dump(2) << "\n";
     return;
@@ -169,6 +172,8 @@ std::function<int()> setup_check(CLI::App& app) {
                           {"profile", a.train.target->name}};
       if (!o->budget.gpu.empty()) j["gpu"] = o->budget.gpu;
       if (!note.empty()) j["profile_note"] = note;
+      j["parallel"] = parallel_name(a.train.parallel);
+      j["world_size"] = a.train.world_size;
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << (ok ? "fits" : "does not fit") << ": batch " << o->common.batch << ", reserved "

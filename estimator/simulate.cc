@@ -13,13 +13,14 @@
 #include "estimator/finetune.h"
 #include "estimator/frames.h"
 #include "estimator/ops/registry.h"
+#include "estimator/parallel.h"
 #include "estimator/simulate_facts.h"
 
 namespace memest {
 
 namespace {
 
-class Builder {
+class Builder : public StepMemory {
  public:
   Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
     const size_t nt = g.tensors.size(), nn = g.nodes.size();
@@ -82,6 +83,7 @@ class Builder {
     for (size_t s = 0; s < segments_.size(); ++s) {
       for (int k = segments_[s].first; k <= segments_[s].last; ++k) segment_of_[k] = static_cast<int>(s);
     }
+    par_ = make_parallel(g, cfg, *this, prog_.notes);
     seg_inputs_.resize(segments_.size());
     seg_held_.resize(segments_.size());
     if (!segments_.empty()) spare_cache_.assign(nt, -1);
@@ -104,6 +106,7 @@ class Builder {
     for (int it = 0; it < cfg_.iterations; ++it) {
       iter_ = static_cast<uint8_t>(it);
       phase_ = Phase::ZeroGrad;
+      if (par_) par_->zero_grad();
       for (auto& [param, block] : param_grads_) {
         unref(block);
         grad_slot_[param] = -1;
@@ -126,6 +129,11 @@ class Builder {
 
  private:
   // ---- allocation bookkeeping -------------------------------------------------
+  // StepMemory: what a data-parallel wrapper (parallel.h) allocates and frees.
+  int allocate(Expr bytes, Category c, int node) override { return alloc(std::move(bytes), c, node); }
+  void hold(int b) override { ref(b); }
+  void release(int b) override { unref(b); }
+
   int alloc(Expr bytes, Category c, int node) {
     int b = static_cast<int>(prog_.blocks.size());
     prog_.blocks.push_back({std::move(bytes), c, node});
@@ -177,6 +185,7 @@ class Builder {
         block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
       }
     }
+    if (par_) par_->wrap(params_, block_of_);  // DDP(model) / fully_shard: before the inputs
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
       if (g_.tensors[t].kind != TensorKind::Input) continue;
       block_of_[t] = alloc(bytes_of(t, g_.tensors[t].dtype), Category::Inputs, -1);
@@ -214,8 +223,10 @@ class Builder {
 
   void forward() {
     bool released_prev_out = false;
+    if (par_) par_->forward_begin();
     for (size_t k = 0; k < g_.nodes.size(); ++k) {
       if (dead_[k]) continue;
+      if (par_) par_->before_forward(static_cast<int>(k));
       if (!released_prev_out && loss_node_[k]) {
         // `out = model(x)` rebinds: the previous iteration's output goes now.
         for (int b : prev_out_) unref(b);
@@ -232,6 +243,7 @@ class Builder {
       forward_node(static_cast<int>(k));
       for (int b : frame_held_[k]) unref(b);
       frame_held_[k].clear();
+      if (par_) par_->after_forward(static_cast<int>(k));
     }
     if (!released_prev_out) {
       for (int b : prev_out_) unref(b);
@@ -510,6 +522,13 @@ class Builder {
 
   // ---- backward ------------------------------------------------------------------
   void accumulate(int t, int g) {
+    if (facts_[t].kind == TensorKind::Parameter && par_ && par_->takes_grad(t, g)) {
+      if (grad_slot_[t] < 0) {  // the optimizer still sees a gradient; the wrapper holds its memory
+        grad_slot_[t] = static_cast<int>(param_grads_.size());
+        param_grads_.push_back({t, -1});
+      }
+      return;
+    }
     if (facts_[t].kind == TensorKind::Parameter) {
       // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
       // (A slot per tensor, not a search of param_grads_: that was quadratic in parameters.)
@@ -551,7 +570,9 @@ class Builder {
         grad_[seed_t] = divided;
       }
     }
+    if (par_) par_->backward_begin();
     for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
+      if (par_) par_->visit_backward(k);
       if (dead_[k]) continue;
       if (!node_rg_[k]) {
         release_saved(k);
@@ -560,6 +581,7 @@ class Builder {
       bool have = false;
       for (int o : outputs(k)) have |= o >= 0 && grad_[o] >= 0;
       const int seg = segment_of_[k];
+      if (have && par_) par_->before_backward(k);  // FSDP unshards before checkpoint recomputes
       if (have && seg >= 0 && !recomputed_[seg]) recompute_segment(seg);
       if (have) backward_node(k);
       if (seg >= 0 && k == segments_[seg].first) {
@@ -581,6 +603,7 @@ class Builder {
       if (grad_[t] >= 0) unref(grad_[t]);
       grad_[t] = -1;
     }
+    if (par_) par_->backward_end();
   }
 
   // Backward reached a checkpointed segment: run its forward again, keeping what
@@ -717,10 +740,10 @@ class Builder {
       for (auto& [p, gb] : param_grads_) {
         (void)gb;
         if (adam) {
-          alloc(bytes_of(p, run_dtype_[p]), Category::OptimizerState, -1);  // exp_avg
-          alloc(bytes_of(p, run_dtype_[p]), Category::OptimizerState, -1);  // exp_avg_sq
+          alloc(state_bytes(p), Category::OptimizerState, -1);  // exp_avg
+          alloc(state_bytes(p), Category::OptimizerState, -1);  // exp_avg_sq
         } else if (cfg_.momentum != 0) {
-          alloc(bytes_of(p, run_dtype_[p]), Category::OptimizerState, -1);  // momentum_buffer = clone(grad)
+          alloc(state_bytes(p), Category::OptimizerState, -1);  // momentum_buffer = clone(grad)
         }
       }
     }
@@ -729,15 +752,22 @@ class Builder {
       std::vector<int> tmp;
       for (auto& [p, gb] : param_grads_) {
         (void)gb;
-        tmp.push_back(alloc(bytes_of(p, run_dtype_[p]), Category::Temporaries, -1));
+        tmp.push_back(alloc(state_bytes(p), Category::Temporaries, -1));
       }
       for (int b : tmp) unref(b);
     }
     if (found_inf >= 0) unref(found_inf);
   }
 
+  // One optimizer state tensor of parameter p: a shard under FSDP.
+  Expr state_bytes(int p) const {
+    Expr full = bytes_of(p, run_dtype_[p]);
+    return par_ ? par_->state_bytes(p, full) : full;
+  }
+
   const Graph& g_;
   const TrainConfig& cfg_;
+  std::unique_ptr<ParallelModel> par_;  // --ddp / --fsdp (parallel.h), or none
   std::vector<TensorFacts> facts_;
   std::vector<bool> dead_, loss_node_;
   // Each node's input tensors then its output tensors, packed like facts_: node k's

@@ -30,6 +30,7 @@ enum class Amp : uint8_t { None, FP16, BF16 };
 enum class Loss : uint8_t { CE, MSE, Sum };
 enum class Attention : uint8_t { Fused, Eager };
 enum class Checkpoint : uint8_t { None, Blocks, Sqrt };
+enum class Parallel : uint8_t { None, DDP, FSDP };  ///< --ddp N / --fsdp N (parallel.h)
 
 /// One training configuration (protocol.md's loop).
 struct TrainConfig {
@@ -44,6 +45,9 @@ struct TrainConfig {
   std::vector<std::string> train;   ///< --train PATTERN: only matching parameters train (finetune.h)
   std::vector<std::string> freeze;  ///< --freeze PATTERN: matching parameters are frozen
   int grad_accum = 1;               ///< --grad-accum K: K forward/backward passes per optimizer step
+  Parallel parallel = Parallel::None;  ///< data-parallel wrapper, one rank's view (parallel.h)
+  int world_size = 1;                  ///< --ddp N / --fsdp N
+  bool bucket_view = false;            ///< --bucket-view: DDP(gradient_as_bucket_view=True)
   const Target* target = nullptr;
 };
 

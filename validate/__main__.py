@@ -16,6 +16,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   matrix-check  unpack the committed export matrix; check every file loads with torch's parameter bytes
   families    accuracy per model family from compare --json files
   random      list the random models of a seed (validate/randnet.py; measure with --set random:SEED:N)
+  parallel    protocol.md's loop under DDP (both bucket modes) and FSDP2, one rank per process (issue 20)
   compare     run memest on measured cases and report the error
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
 """
@@ -65,6 +66,9 @@ def main(argv):
     if cmd == "random":
         from validate import randnet
         return randnet.main(rest)
+    if cmd == "parallel":
+        from validate import parallel
+        return parallel.main(rest)
     if cmd == "compare":
         from validate import compare
         return compare.main(rest)

@@ -350,7 +350,9 @@ def main(argv):
 
     def one(r):
         onnx_path = os.path.join(args.models_dir, r["onnx"])
-        c = {"model": r["model"], "config": r.get("config", ""), "batch": r.get("batch"),
+        # validate/parallel.py rows: one rank under DDP/FSDP (`mode`), read as config/mode.
+        mode = r.get("mode")
+        c = {"model": r["model"], "config": r.get("config", "") + ("/" + mode if mode else ""), "batch": r.get("batch"),
              "measured": r["peak_allocated"], "measured_reserved": r.get("peak_reserved"),
              "estimate": None, "error": None}
         if not os.path.isfile(onnx_path):
@@ -362,6 +364,9 @@ def main(argv):
         margs = list(r["memest_args"])
         if r.get("checkpoint") and "--checkpoint" not in margs:
             margs += ["--checkpoint", r["checkpoint"]]  # measured with torch.utils.checkpoint per block
+        if mode and mode != "none" and "--ddp" not in margs and "--fsdp" not in margs:
+            from validate.parallel import parallel_args  # rows written before memest_args carried the flags
+            margs += parallel_args(mode, int(r.get("world_size", 1)))
         est, err = run_memest(args.memest, onnx_path, margs, args.timeout)
         if err:
             c["failure"] = err

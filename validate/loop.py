@@ -196,11 +196,14 @@ def tensor_bytes(t):
 
 
 def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpoint=False, out_meta=None,
-             info=None, hooks=None):
+             info=None, hooks=None, wrap=None):
     """One case of protocol.md. Fills `phases` and `info` as it goes (kept on failure).
 
     hooks (traces only): an object with attach(model), before_backward(loss), detach()
-    (trace.Annotator); its hooks allocate nothing."""
+    (trace.Annotator); its hooks allocate nothing.
+    wrap (validate/parallel.py): model -> model, applied after model.to(device) and before
+    the optimizer is made: DistributedDataParallel(model) or fully_shard, as protocol.md's
+    "Data-parallel training, per rank" writes them."""
     info = {} if info is None else info
     clean_allocator(device)
     phases.start()  # allocator empty, peak reset: before the model is built
@@ -210,6 +213,8 @@ def run_case(entry, cfg, phases, device="cuda", cpu_model=None, iters=3, checkpo
         from validate.zoo import apply_checkpoint
         info["checkpoint_wrap"] = apply_checkpoint(entry, model)
     model = model.to(device).train()
+    if wrap is not None:
+        model = wrap(model)
     if hooks is not None:
         hooks.attach(model)
     phases.mark(-1, "model")

@@ -287,5 +287,64 @@ class CudnnModelTest(unittest.TestCase):
         cx, _, _, c0 = self.m.fit(terms, meas, 0.0)
         self.assertGreaterEqual(cx / 16 * (100 << 20) + c0, (350 << 20) * 0.99 - (1 << 20))
 
+class ParallelTest(unittest.TestCase):
+    """validate/parallel.py's pieces that need no torch."""
+
+    def test_flags_per_mode(self):
+        from validate.parallel import parallel_args
+        self.assertEqual(parallel_args("none", 1), [])
+        self.assertEqual(parallel_args("ddp", 1), ["--ddp", "1"])
+        self.assertEqual(parallel_args("ddp-view", 2), ["--ddp", "2", "--bucket-view"])
+        self.assertEqual(parallel_args("fsdp", 4), ["--fsdp", "4"])
+
+    def test_cases_cover_every_mode(self):
+        from validate.parallel import case_list
+        cases = case_list("bert_hf", "b1-fp16-adamw", ["ddp", "fsdp"])
+        self.assertEqual(cases, [("bert_hf", "b1-fp16-adamw", "ddp"), ("bert_hf", "b1-fp16-adamw", "fsdp")])
+        self.assertEqual(len(case_list(None, None, ["none", "ddp", "ddp-view", "fsdp"])), 4 * 12)
+
+    def test_block_paths_mirror_checkpoint_blocks(self):
+        from validate.parallel import block_paths
+
+        class M:  # named_modules()/children() of a tiny module tree
+            def __init__(self, tree):
+                self.tree = tree
+
+            def children(self):
+                return iter(self.tree.get("_children", []))
+
+            def named_modules(self):
+                return self.tree["_all"]
+
+        leaf = M({})
+        box = M({"_children": [leaf]})
+        names = [("", box), ("embed", leaf), ("model", box), ("model.layers", box), ("model.layers.0", box),
+                 ("model.layers.0.fc", leaf), ("model.layers.0.sub.1", box), ("model.layers.1", box),
+                 ("head", M({"_children": [leaf]})), ("head.0", leaf)]
+        root = M({"_all": names})
+        # head.0 is a single layer (no children): not a block, as in estimator/segments.cc.
+        self.assertEqual(block_paths(root), ["model.layers.0", "model.layers.1"])
+
+    def test_compare_reads_the_mode(self):
+        with tempfile.TemporaryDirectory() as d:
+            memest = os.path.join(d, "memest")
+            with open(memest, "w") as f:
+                f.write("#!%s\nimport json, sys\nprint(json.dumps({'peak_bytes': 100 if '--ddp' in sys.argv "
+                        "else 50, 'phase': 'backward'}))\n" % sys.executable)
+            os.chmod(memest, 0o755)
+            open(os.path.join(d, "m.onnx"), "w").close()
+            row = dict(_row("m", 1, 100), mode="ddp", world_size=1)
+            res = os.path.join(d, "r.jsonl")
+            with open(res, "w") as f:
+                f.write(json.dumps(row) + "\n")
+            out = os.path.join(d, "c.json")
+            subprocess.run([sys.executable, "-m", "validate", "compare", res, "--memest", memest, "--models-dir", d,
+                            "--json", out], cwd=ROOT, capture_output=True, text=True)
+            with open(out) as f:
+                cases = json.load(f)["cases"]
+            self.assertEqual(cases[0]["estimate"], 100)
+            self.assertEqual(cases[0]["config"], "bs1-fp32-sgd/ddp")
+
+
 if __name__ == "__main__":
     unittest.main()
