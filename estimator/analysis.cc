@@ -6,6 +6,7 @@
 
 #include "estimator/allocator.h"
 #include "estimator/error.h"
+#include "estimator/explicit_pads.h"
 #include "estimator/finetune.h"
 #include "estimator/fuse.h"
 #include "estimator/loss.h"
@@ -228,6 +229,7 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
     if (foreign) t.declared.reset();
   }
   laps.lap(&StageTimes::bind);
+  split_asymmetric_pads(g);
   verify_and_sort(g);
   laps.lap(&StageTimes::sort);
   const std::vector<int> fell_back = infer_shapes(g);
