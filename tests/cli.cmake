@@ -128,7 +128,7 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/models/matrix-h200-torch2.11.tar.xz)
                    --enforce
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(matrix_loads PROPERTIES FIXTURES_REQUIRED matrix TIMEOUT 900)
-  foreach(set corpus random)
+  foreach(set corpus random random12-remeasure)
     foreach(variant dynamo-train-dyn legacy-train-dyn)
       add_test(NAME accuracy_${set}_${variant}
                COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/${set}-h200-torch2.11.jsonl
@@ -136,6 +136,28 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/models/matrix-h200-torch2.11.tar.xz)
                        --key ${set}-h200-torch2.11.jsonl@${variant} --enforce
                WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
       set_tests_properties(accuracy_${set}_${variant} PROPERTIES FIXTURES_REQUIRED matrix TIMEOUT 900)
+    endforeach()
+  endforeach()
+endif()
+
+# Session 9's blind sample (sample seed 8, random seeds 3 and 4), compared once and
+# committed before any change was made for it (validate/results/blind2-compare-*.txt), is
+# training data from then on: its own archive, the same regression rule.
+if(EXISTS ${PROJECT_SOURCE_DIR}/models/matrix-blind2-h200-torch2.11.tar.xz)
+  set(MEMEST_MATRIX2 ${CMAKE_BINARY_DIR}/matrix-blind2)
+  add_test(NAME matrix_blind2_unpack
+           COMMAND ${MEMEST_PYTHON} -m validate matrix-check unpack models/matrix-blind2-h200-torch2.11.tar.xz
+                   ${MEMEST_MATRIX2}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(matrix_blind2_unpack PROPERTIES FIXTURES_SETUP matrix_blind2)
+  foreach(set sample8 random34)
+    foreach(variant dynamo-train-dyn legacy-train-dyn)
+      add_test(NAME accuracy_${set}_${variant}
+               COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/${set}-h200-torch2.11.jsonl
+                       --memest $<TARGET_FILE:memest> --models-dir ${MEMEST_MATRIX2}/${variant} --skip-missing
+                       --key ${set}-h200-torch2.11.jsonl@${variant} --enforce
+               WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+      set_tests_properties(accuracy_${set}_${variant} PROPERTIES FIXTURES_REQUIRED matrix_blind2 TIMEOUT 900)
     endforeach()
   endforeach()
 endif()
