@@ -6,6 +6,7 @@
 
 #include "estimator/allocator.h"
 #include "estimator/error.h"
+#include "estimator/explicit_pads.h"
 #include "estimator/finetune.h"
 #include "estimator/fuse.h"
 #include "estimator/loss.h"
@@ -235,6 +236,10 @@ void bind_dims_pass(PassState& s) {
   }
 }
 
+// PyTorch's convolutions pad symmetrically: an asymmetric ONNX pad was an explicit Pad
+// the model ran (estimator/explicit_pads.h).
+void explicit_pads_pass(PassState& s) { split_asymmetric_pads(s.g); }
+
 void sort_pass(PassState& s) { verify_and_sort(s.g); }
 
 // Shapes and dtypes; then the weights no gradient reaches become buffers, and what the
@@ -292,6 +297,7 @@ struct Pass {
 // The analysis, in order. A pass reads what the ones above it wrote.
 const Pass kPasses[] = {
     {"bind-dims", bind_dims_pass, &StageTimes::bind},  // batch and --dim symbols
+    {"explicit-pads", explicit_pads_pass, &StageTimes::sort},  // the Pad an asymmetric conv pad was
     {"sort", sort_pass, &StageTimes::sort},            // topological order, well-formedness
     {"shapes", shapes_pass, &StageTimes::shapes},      // dtypes and symbolic shapes, op tables
     {"fuse", fuse_pass, &StageTimes::fuse},            // kernels PyTorch runs as one

@@ -494,7 +494,8 @@ class Builder : public StepMemory {
     if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {
       Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
                                     channels_last(eff[0].tensor));
-      if (!ws.is_zero()) unref(workspace(std::move(ws), k));
+      if (!ws.is_zero()) unref(info->scratch_is_temporary ? alloc(std::move(ws), Category::Temporaries, k)
+                                                          : workspace(std::move(ws), k));
     }
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
@@ -713,7 +714,8 @@ class Builder : public StepMemory {
     if (info && info->bwd_workspace && !eff.empty()) {
       Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
                                     channels_last(eff[0].tensor));
-      if (!ws.is_zero()) unref(workspace(std::move(ws), k));
+      if (!ws.is_zero()) unref(info->scratch_is_temporary ? alloc(std::move(ws), Category::Temporaries, k)
+                                                          : workspace(std::move(ws), k));
     }
     for (int o : outs) {
       if (o >= 0 && grad_[o] >= 0) {

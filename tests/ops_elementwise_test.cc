@@ -234,5 +234,34 @@ TEST_CASE("elementwise: training facts") {
   CHECK(find_op("ai.onnx", "Cast")->autocast == Autocast::None);
 }
 
+
+// The legacy exporter's TF-"SAME" pad amount for a 224 input, kernel 3, stride 2:
+// max((ceil(224 / 2) - 1) * 2 + 2 + 1 - 224, 0) = 1, in floats, then cast back.
+TEST_CASE("elementwise: Clip folds known contents between constant bounds") {
+  Graph g = infer(R"(
+    opset 13
+    input x float32 1,3,224,224
+    node Shape x -> s
+    const two int64 1 = 2
+    node Gather s two -> h axis=0
+    node Cast h -> hf to=1
+    const st float32 - = 2
+    node Div hf st -> q
+    node Ceil q -> c
+    const one float32 - = 1
+    node Sub c one -> c1
+    node Mul c1 st -> m
+    const kd float32 - = 3
+    node Add m kd -> a
+    node Sub a hf -> need
+    const zero float32 - = 0
+    node Clip need zero -> pad
+    node Cast pad -> padi to=7
+    node Neg hf -> neg
+    node Clip neg zero -> none
+  )");
+  CHECK(value(g, "padi") == "[1]");
+  CHECK(value(g, "none") == "[0]");
+}
 }  // namespace
 }  // namespace memest

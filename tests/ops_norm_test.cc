@@ -115,5 +115,41 @@ TEST_CASE("norm: dropout mask") {
   }
 }
 
+// layer_norm_backward_cuda copies a strided saved input (X.expect_contiguous()) and a
+// strided gradient (dY.contiguous()). The tensors here
+// are [batch, 8, 8, 4] fp32: 1,024 bytes a sample.
+TEST_CASE("norm: a LayerNorm over a permuted view copies its input, and a strided gradient, contiguous") {
+  auto copies = [](const std::string& after) {
+    Graph g = testing::infer(R"(
+      opset 18
+      input x float32 batch,4,8,8
+      param w float32 4
+      param b float32 4
+      node Transpose x -> xp perm=0,2,3,1
+      node LayerNormalization xp w b -> y axis=-1
+      node Transpose y -> yp perm=0,3,1,2
+      node Relu yp -> r
+    )" + after);
+    const Node& ln = testing::producer(g, "y");
+    REQUIRE(ln.info);
+    return ln.info->bwd_workspace(g, ln, DType::F32, true, false).str();
+  };
+  // Read through a mean: mean's backward makes a contiguous gradient, so the permute's
+  // backward hands the LayerNorm a strided view: the input's copy and the gradient's.
+  CHECK(copies("node ReduceMean r -> m axes=2,3\n") == "2048*batch");
+  // Read through a 2-D max pool: the pool keeps the channels-last order of its input for
+  // its input's gradient, the ReLU's backward keeps it, the permute's undoes it.
+  CHECK(copies("node MaxPool r -> p kernel_shape=2,2 strides=2,2\n") == "1024*batch");
+
+  Graph plain = testing::infer(R"(
+    opset 18
+    input x float32 batch,8,4
+    param w float32 4
+    node LayerNormalization x w -> y axis=-1
+  )");
+  const Node& ln = testing::producer(plain, "y");
+  CHECK(ln.info->bwd_workspace(plain, ln, DType::F32, true, false).is_zero());
+}
+
 }  // namespace
 }  // namespace memest

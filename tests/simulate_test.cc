@@ -707,3 +707,30 @@ output y
   // Y, then the workspace, the reserve (kept), the workspace freed.
   CHECK(seq == std::vector<std::string>{"+act", "+ws", "+act", "-ws"});
 }
+
+TEST_CASE("a convolution by a fixed weight (a buffer) keeps its input all the same") {
+  // ConvolutionBackward0's one formula for input, weight and bias saves both tensors
+  // whenever the node is recorded (autograd's code generator guards single-output
+  // formulas only): timm's BlurPool convolves by a buffer filter and keeps its input.
+  const char* text = R"(
+opset 17
+input x float32 batch,4,8,8
+param s float32 4,1,1
+buffer filt float32 4,1,3,3
+node Mul x s -> m @scale
+node Conv m filt -> y group=4 pads=1,1,1,1 @blur
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 2);
+  int64_t kept = 0;
+  for (size_t k = 0; k < a.graph.nodes.size(); ++k) {
+    if (a.graph.nodes[k].module != "blur") continue;
+    for (int b : a.program.saved_by_node[k]) kept += a.program.blocks[b].bytes.eval(e.bindings);
+  }
+  // The Mul's output, [2, 4, 8, 8] fp32: 2,048 bytes; and the filter, [4, 1, 3, 3] fp32:
+  // 144 bytes (the buffer itself, no copy).
+  CHECK(kept == 2 * 4 * 8 * 8 * 4 + 4 * 9 * 4);
+}

@@ -1,5 +1,7 @@
 // Normalisations and Dropout: shapes follow the input; the interesting part is
 // the statistics and masks autograd keeps, which live in saved_extra.
+#include <cstring>
+
 #include "estimator/ops/registry.h"
 #include "estimator/ops/shape_util.h"
 
@@ -75,6 +77,92 @@ std::vector<SavedExtra> layer_norm_stats(const Graph& g, const Node& n) {
   if (axis < 0 || axis > static_cast<int64_t>(x->size())) return {};
   const Expr rows = product(Shape(x->begin(), x->begin() + axis));
   return {stat(rows, "layer-norm mean"), stat(rows, "layer-norm rstd")};
+}
+
+// ---- Contiguous copies -------------------------------------------------------------
+// The CUDA layer norm reads rows of N contiguous elements. layer_norm_cuda takes
+// `X = input.expect_contiguous()`, and layer_norm_backward_cuda does it again on the
+// saved input before dX = empty_like(X), then LayerNormBackwardKernelImpl passes
+// `dY.contiguous()` (aten/src/ATen/native/cuda/layer_norm_kernel.cu). A LayerNorm over a
+// permuted view (the channels-first LN of ConvNeXt-style blocks, `ln(x.movedim(1, -1))
+// .movedim(-1, 1)`) therefore copies its input in forward, and in backward holds a copy
+// of the input and one of the gradient (the permute's backward hands it a permuted view)
+// beside dX. Autograd saves the view, not the copy. Measured: rnd1_0 (validate/randnet.py
+// seed 1; a reflect-padded 1x1 conv, then such a LayerNorm over [32, 24, 256, 256] fp32)
+// peaked in backward 151 MB above memest's estimate without them.
+// The forward copy is real too, but taken before the output (memest's forward workspace
+// comes after it) and freed on return, never at a peak in the measured sets; modelled in
+// the wrong order it moved the zoo's convnext_tiny reserved bytes from exact to -2.6%, so
+// only backward's copies are modelled (layer_norm_input_copy is their first part).
+
+// Whether tensor t is a view with permuted axes (a Transpose whose perm moves an axis).
+bool permuted(const Graph& g, int t) {
+  if (t < 0 || g.tensors[t].producer < 0) return false;
+  const Node& p = g.nodes[g.tensors[t].producer];
+  if (p.op != "Transpose") return false;
+  const auto perm = p.attr_ints("perm");
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return true;
+  }
+  return perm.empty();  // no perm: the axes reversed
+}
+
+// Bytes of tensor t in dtype d, or 0 when its shape is unknown.
+Expr bytes_in(const Graph& g, int t, DType d) {
+  if (t < 0 || !g.tensors[t].shape) return Expr(0);
+  return product(*g.tensors[t].shape) * Expr(dtype_size(d));
+}
+
+Expr layer_norm_input_copy(const Graph& g, const Node& n, DType run, bool, bool) {
+  return n.has_input(0) && permuted(g, n.inputs[0]) ? bytes_in(g, n.inputs[0], run) : Expr(0);
+}
+
+// Whether the gradient reaching a LayerNorm's output is a strided view. Read through a
+// permute back (movedim), it arrives as that permute's backward: a permuted view of the
+// gradient of the permute's output, strided unless that gradient is itself in permuted
+// (channels-last) order. Ops that take a channels-last input's memory format
+// (suggest_memory_format) for their input's gradient hand one back in that order:
+// cuDNN's 2-D/3-D convolutions (a 1-D one's input is made contiguous first), max_pool
+// and avg_pool 2-D (avg_pool3d's CUDA kernel is contiguous only); elementwise backward kernels in between take their first operand's,
+// the gradient's, order (TensorIterator), and dropout's mask is the input's layout.
+// Anything else (mean's backward divides an expanded gradient into a fresh contiguous
+// one, a linear layer) gives a contiguous gradient, hence a strided view here. Measured
+// (validate/randnet.py): rnd1_36 and rnd3_17 (LayerNorm, permute, sigmoid/tanh, max/avg
+// pool 3-D/2-D) and rnd1_21 (then leaky ReLU, dropout, Conv3d) show no gradient copy;
+// rnd1_0 (then hardtanh, dropout, mean) and rnd2_46 (then hardtanh, avg_pool3d) need it.
+bool keeps_channels_last(const Graph& g, const Node& c) {
+  const int x = c.inputs.empty() ? -1 : c.inputs[0];
+  const size_t rank = x >= 0 && g.tensors[x].shape ? g.tensors[x].shape->size() : 0;
+  // at::_convolution makes a 1-D convolution's input contiguous before viewing it as 2-D.
+  if (c.op == "Conv" || c.op == "ConvTranspose") return rank >= 4;
+  if (c.op == "MaxPool") return true;
+  return c.op == "AveragePool" && rank != 5;
+}
+
+bool gradient_arrives_strided(const Graph& g, const Node& ln) {
+  if (ln.outputs.empty() || ln.outputs[0] < 0) return false;
+  const Tensor& y = g.tensors[ln.outputs[0]];
+  if (y.consumers.size() != 1 || y.graph_output) return false;
+  const Node& back = g.nodes[y.consumers[0]];
+  if (back.outputs.empty() || !permuted(g, back.outputs[0])) return false;
+  int t = back.outputs[0];
+  for (int hops = 0; hops < 16; ++hops) {
+    const Tensor& cur = g.tensors[t];
+    if (cur.consumers.size() != 1 || cur.graph_output) return true;
+    const Node& c = g.nodes[cur.consumers[0]];
+    if (keeps_channels_last(g, c)) return false;
+    const bool elementwise = c.info && (std::strcmp(c.info->family, "activation") == 0 ||
+                                        std::strcmp(c.info->family, "elementwise") == 0 || c.op == "Dropout");
+    if (!elementwise || c.inputs.empty() || c.inputs[0] != t || c.outputs.empty() || c.outputs[0] < 0) return true;
+    t = c.outputs[0];
+  }
+  return true;
+}
+
+// The input's copy, and the gradient's when it arrives strided.
+Expr layer_norm_backward_copies(const Graph& g, const Node& n, DType run, bool, bool) {
+  Expr bytes = layer_norm_input_copy(g, n, run, false, false);
+  return gradient_arrives_strided(g, n) ? bytes + bytes_in(g, n.outputs[0], run) : bytes;
 }
 
 // instance_norm runs batch_norm over a [1, N*C, ...] view with the weight repeated
@@ -160,7 +248,10 @@ const OpInfo kOps[] = {
      .note = "training batch_norm: keeps input, weight and fp32 mean/invstd per channel"},
     {.op = "LayerNormalization", .family = kFamily, .shape = layer_norm, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0, 1}), .saved_extra = layer_norm_stats, .grads = "AAA",
-     .note = "keeps input, weight and fp32 mean/rstd per row; autocast runs it in fp32"},
+     .bwd_workspace = layer_norm_backward_copies,
+     .scratch_is_temporary = true,
+     .note = "keeps input, weight and fp32 mean/rstd per row; autocast runs it in fp32; backward copies a "
+             "permuted input (and a strided gradient) contiguous"},
     {.op = "InstanceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}),
      .saved_extra = instance_norm_stats, .grads = "AAA",
      .note = "batch_norm over N*C channels: keeps input, the weight repeated per sample, fp32 stats"},

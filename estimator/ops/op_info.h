@@ -167,11 +167,11 @@ struct OpInfo {
   WorkspaceFn bwd_data_workspace = nullptr;
   /// Scratch of the rest of backward (cuDNN's wgrad), after the other gradients.
   WorkspaceFn bwd_workspace = nullptr;
-  /// The backward scratch is an ordinary temporary (softmax's grad * result), not a
-  /// cuDNN workspace: running out of memory there fails the step, where cuDNN, refused a
-  /// workspace, tries its next algorithm. It is computed from the output and its
-  /// gradient, so bwd_data_workspace gets the output's dtype (fp32 under autocast's
-  /// softmax of half input).
+  /// The scratch is an ordinary temporary (softmax's grad * result, layer norm's
+  /// contiguous copies), not a cuDNN workspace: running out of memory there fails the
+  /// step, where cuDNN, refused a workspace, tries its next algorithm. It is computed from
+  /// the output and its gradient, so bwd_data_workspace gets the output's dtype (fp32
+  /// under autocast's softmax of half input).
   bool scratch_is_temporary = false;
   /// The entry PyTorch's dispatch picks instead of this one for this node, once the
   /// dtype it runs in is known (scaled_dot_product_attention's backends; dropout with

@@ -1,0 +1,152 @@
+// The explicit-padding pass (estimator/explicit_pads.h) and what Pad keeps per mode.
+#include <doctest/doctest.h>
+
+#include "estimator/analysis.h"
+#include "estimator/explicit_pads.h"
+#include "estimator/ops/registry.h"
+#include "frontends/text_reader.h"
+#include "ops_test_util.h"
+
+using namespace memest;
+
+namespace {
+
+// timm's Conv2dSame as torch's dynamo exporter writes it: F.pad(x, (0, 1, 0, 1)) folded
+// into a stride-2 Conv's pads, twice on one input (a filter and a gate, as WaveNet does
+// with one padded tensor), once on another input with other pads.
+const char* kSame = R"(
+opset 18
+input x float32 batch,3,8,8
+param a.weight float32 4,3,3,3
+param b.weight float32 4,3,3,3
+param c.weight float32 4,4,5,5
+node Conv x a.weight -> ya pads=0,0,1,1 strides=2,2 @a
+node Conv x b.weight -> yb pads=0,0,1,1 strides=2,2 @b
+node Add ya yb -> s @add
+node Conv s c.weight -> yc pads=1,1,2,2 strides=2,2 @c
+output yc
+)";
+
+// Bytes of the blocks the nodes of `module` allocate in iteration 0's forward.
+int64_t forward_bytes(const Analysis& a, const Estimate& e, const std::string& module, const std::string& op) {
+  int64_t bytes = 0;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0) continue;
+    const Node& n = a.graph.nodes[b.node];
+    if (n.module == module && n.op == op) bytes += b.bytes.eval(e.bindings);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("explicit pads: an asymmetric Conv padding becomes a Pad before it, one per input and padding") {
+  Graph g = read_text_graph(kSame);
+  CHECK(split_asymmetric_pads(g) == 3);
+  verify_and_sort(g);
+  infer_shapes(g);
+  int pads = 0;
+  for (const Node& n : g.nodes) {
+    if (n.op == "Pad") ++pads;
+    if (n.op == "Conv") CHECK(n.attr_ints("pads") == std::vector<int64_t>{0, 0, 0, 0});
+  }
+  CHECK(pads == 2);  // a and b read one padded x
+  const Node& a = testing::producer(g, "ya");
+  const Node& b = testing::producer(g, "yb");
+  CHECK(a.inputs[0] == b.inputs[0]);
+  CHECK(shape_str(*g.tensors[a.inputs[0]].shape) == "[batch, 3, 9, 9]");
+  CHECK(g.nodes[g.tensors[a.inputs[0]].producer].module == "a");
+  // The outputs are the ones the folded pads gave: (8 + 1 - 3) / 2 + 1 = 4, and
+  // (4 + 3 - 5) / 2 + 1 = 2.
+  CHECK(testing::shape(g, "ya") == "[batch, 4, 4, 4]");
+  CHECK(shape_str(*g.tensors[testing::producer(g, "yc").inputs[0]].shape) == "[batch, 4, 7, 7]");
+  CHECK(testing::shape(g, "yc") == "[batch, 4, 2, 2]");
+}
+
+TEST_CASE("explicit pads: symmetric padding, auto_pad and ConvTranspose are left alone") {
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,3,8,8
+param a.weight float32 4,3,3,3
+param t.weight float32 4,4,2,2
+node Conv x a.weight -> y pads=1,1,1,1 @a
+node ConvTranspose y t.weight -> z pads=0,0,1,1 strides=2,2 @t
+output z
+)");
+  CHECK(split_asymmetric_pads(g) == 0);
+  CHECK(g.nodes.size() == 2);
+}
+
+TEST_CASE("explicit pads: the padded tensor is allocated, and is what the convolution keeps") {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze(read_text_graph(kSame), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(a, 2);
+  // x padded: [2, 3, 9, 9] fp32 = 1,944 B; s padded: [2, 4, 7, 7] fp32 = 1,568 B
+  // (requested bytes; the allocator rounds each to 2,048).
+  CHECK(forward_bytes(a, e, "a", "Pad") == 1944);
+  CHECK(forward_bytes(a, e, "b", "Pad") == 0);
+  CHECK(forward_bytes(a, e, "c", "Pad") == 1568);
+  // The convolutions keep the padded tensors for their weights' gradients.
+  for (size_t k = 0; k < a.graph.nodes.size(); ++k) {
+    const Node& n = a.graph.nodes[k];
+    if (n.op != "Conv") continue;
+    const int padded = n.inputs[0];
+    CHECK(a.graph.nodes[a.graph.tensors[padded].producer].op == "Pad");
+    CHECK(a.program.saved_by_node[k].size() >= 1);
+  }
+}
+
+TEST_CASE("Pad keeps its input in reflect and edge mode (reflection_pad, replication_pad), not in constant") {
+  const OpInfo* pad = find_op("", "Pad");
+  REQUIRE(pad);
+  REQUIRE(static_cast<bool>(pad->variant));
+  Graph g = testing::infer(R"(
+opset 18
+input x float32 batch,4,16
+const p int64 6 = 0,0,1,0,0,1
+node Pad x p -> r mode=reflect
+node Pad x p -> e mode=edge
+node Pad x p -> c mode=constant
+node Pad x p -> w mode=wrap
+)");
+  auto keeps = [&](const char* out) {
+    const Node& n = testing::producer(g, out);
+    const OpInfo* v = pad->variant(g, n, DType::F32);
+    return (v ? v : pad)->saves_input(0);
+  };
+  CHECK(keeps("r"));
+  CHECK(keeps("e"));
+  CHECK_FALSE(keeps("c"));
+  CHECK_FALSE(keeps("w"));
+
+  // In a step: the reflect Pad keeps the Mul's output ([2, 4, 16] fp32, 512 B) until its
+  // backward; a constant Pad lets it go once the Pad has run.
+  auto saved_by_pad = [](const char* mode) {
+    const std::string text = std::string(R"(
+opset 18
+input x float32 batch,4,16
+param s float32 4,1
+param w.weight float32 4,4,3
+const p int64 6 = 0,0,1,0,0,1
+node Mul x s -> m @scale
+node Pad m p -> pm mode=)") + mode + R"( @pad
+node Conv pm w.weight -> y @w
+output y
+)";
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+    const Estimate e = estimate(a, 2);
+    int64_t bytes = 0;
+    for (size_t k = 0; k < a.graph.nodes.size(); ++k) {
+      if (a.graph.nodes[k].op != "Pad") continue;
+      for (int b : a.program.saved_by_node[k]) bytes += a.program.blocks[b].bytes.eval(e.bindings);
+    }
+    return bytes;
+  };
+  CHECK(saved_by_pad("reflect") == 512);
+  CHECK(saved_by_pad("edge") == 512);
+  CHECK(saved_by_pad("constant") == 0);
+}
