@@ -55,6 +55,11 @@ class Ddp : public ParallelModel {
 
   void backward_begin() override { backward_seen_ = true; }
 
+  void backward_end() override {
+    for (int b : retired_) mem_.release(b);
+    retired_.clear();
+  }
+
   bool takes_grad(int tensor, int g) override {
     if (!rebuilt_ && !ready_seen_[tensor]) {
       // rebuilt_params_: the order in which mark_variable_ready saw the gradients.
@@ -80,9 +85,20 @@ class Ddp : public ParallelModel {
 
   void rebuild() {
     rebuilt_ = true;
-    // initialize_buckets clears buckets_ before allocating the new ones. (.grad views of
-    // the old buckets are gone: zero_grad(set_to_none=True) ran before this forward.)
-    for (int b : buckets_) mem_.release(b);
+    // initialize_buckets clears buckets_ before allocating the new ones, and without
+    // gradient_as_bucket_view that frees them. With it, the old buckets stay allocated
+    // through the rebuilding iteration's forward and backward: measured on the H200
+    // (torch 2.11, resnet50 batch 32, SGD; per-phase allocated counters), allocated is
+    // one bucket set (97.5 MiB) higher from the rebuild to the end of that backward
+    // than in the iteration after, and equal without bucket view. What holds them was
+    // not found in reducer.cpp; they are released at the end of that backward here.
+    for (int b : buckets_) {
+      if (cfg_.bucket_view) {
+        retired_.push_back(b);
+      } else {
+        mem_.release(b);
+      }
+    }
     buckets_.clear();
     std::vector<BucketTensor> ts;
     for (int p : ready_) ts.push_back({constant_bytes(g_.tensors[p]), g_.tensors[p].dtype});
@@ -119,6 +135,7 @@ class Ddp : public ParallelModel {
   std::vector<BucketTensor> buffers_;
   std::vector<int> grads_;  // the reducer's parameters
   std::vector<int> buckets_;
+  std::vector<int> retired_;  // the constructor's buckets under bucket view, until the rebuild's backward ends
   std::vector<int> ready_;
   std::vector<bool> ready_seen_ = std::vector<bool>(g_.tensors.size(), false);
   bool backward_seen_ = false, rebuilt_ = false;

@@ -216,6 +216,25 @@ TEST_CASE("FSDP2 hooks at world size 4: shards, all-gather buffers, one block in
   const int64_t two_blocks = shards + 3072 + 48 + 2 * (16384 + 256);
   CHECK(mem.live == two_blocks);
   CHECK(mem.peak == two_blocks + 4 * (4096 + 64));  // blocks.0's all-gather output beside both
+
+  // blocks.1's gradients (unsharded, as autograd makes them), then backward passes the
+  // block: reshard, one padded reduce-scatter input, the gradients go, one output of
+  // rank 0's shards that the sharded gradients view.
+  const int w1 = tensor(g, "blocks.1.fc.weight"), b1 = tensor(g, "blocks.1.fc.bias");
+  const int gw = mem.allocate(Expr(16384), Category::Gradients, 3), gb = mem.allocate(Expr(256), Category::Gradients, 3);
+  CHECK(fsdp->takes_grad(w1, gw));
+  CHECK(fsdp->takes_grad(b1, gb));
+  mem.log.clear();
+  fsdp->visit_backward(2);  // still inside blocks.1
+  CHECK(mem.log.empty());
+  fsdp->visit_backward(1);
+  CHECK(mem.log == std::vector<int64_t>{-16384, -256, 16384 + 256, -16384, -256, 4096 + 64});
+  const int64_t after_block1 = shards + 3072 + 48 + (16384 + 256) + (16384 + 256) + (4096 + 64);
+  CHECK(mem.live == after_block1);  // root + blocks.0 unsharded, blocks.1's reduce-scatter input and sharded grads
+  // zero_grad drops the sharded gradients (the reduce-scatter output).
+  fsdp->backward_end();  // blocks.0 and the root: nothing to reduce; the held input goes
+  fsdp->zero_grad();
+  CHECK(mem.live == shards);
 }
 
 TEST_CASE("DDP adds the flat buckets: +1 gradient persistently, gradients themselves only without bucket view") {
@@ -239,6 +258,11 @@ TEST_CASE("DDP adds the flat buckets: +1 gradient persistently, gradients themse
   // With bucket view, .grad are views of the buckets: the step sees the buckets instead of the gradients.
   CHECK(phase_peak(estimate(view, B).peak, 2, Phase::Optimizer) == step_plain + buckets - grads);
   CHECK(category_total(with, B, Category::OptimizerState) == category_total(plain, B, Category::OptimizerState));
+  // The rebuild (second forward) frees the constructor's buckets at once without bucket
+  // view; with it they stay until that iteration's backward ends (measured, see ddp.cc).
+  const PeakResult pw = estimate(with, B).peak, pv = estimate(view, B).peak;
+  CHECK(phase_peak(pw, 1, Phase::Forward) == phase_peak(pw, 2, Phase::Forward));
+  CHECK(phase_peak(pv, 1, Phase::Forward) == phase_peak(pv, 2, Phase::Forward) + 36352);
 }
 
 TEST_CASE("FSDP2 at world size 1 keeps full-size shards; at 4 the optimizer state is rank 0's shards") {

@@ -3,8 +3,9 @@
 # and FSDP2, one rank (world size 1, NCCL), on a CNN, an encoder, two decoder LMs and a
 # 1.1B decoder, with the unwrapped loop in the same process setup as the baseline.
 # Each case is a process of its own (validate/parallel.py). The 1.1B decoder's cases run
-# first, one at a time (about 45 GiB each); then the rest, the first of each mode alone
-# (its reading of NCCL's memory outside the allocator is clean), then several at once.
+# first, one at a time (about 45 GiB each; their reading of the memory NCCL takes outside
+# the allocator is clean), then the other models' cases, eight at once (about 20 s each
+# alone: start, imports, NCCL init, build, three iterations).
 #   bash validate/gpu_parallel.sh SECONDS   (the deadline for starting new cases)
 # Writes $OUT/parallel-h200-torch2.11.jsonl and $OUT/logs-parallel.tar.xz.
 set -u
@@ -16,9 +17,9 @@ tag=h200-torch2.11
 L=/tmp/logs-parallel; mkdir -p $L /tmp/res
 res=/tmp/res/parallel-$tag.jsonl
 rm -f $res
-python3 -m validate parallel --models llama1b --jobs 1 --timeout 150 --threads 8 --deadline $((t0 + budget / 2)) \
+python3 -m validate parallel --models llama1b --jobs 1 --timeout 150 --threads 8 --deadline $((t0 + budget * 45 / 100)) \
     --out $res --logs $L/cases > $L/parallel-llama1b.log 2>&1
-python3 -m validate parallel --models resnet50,bert_hf,gpt2_hf,llama_hf --jobs 8 --timeout 120 --threads 2 \
+python3 -m validate parallel --models resnet50,bert_hf,gpt2_hf,llama_hf --jobs 8 --alone-first 0 --timeout 120 --threads 2 \
     --deadline $dl --out $res --logs $L/cases > $L/parallel-rest.log 2>&1
 cp $res $OUT/parallel-$tag.jsonl
 tar -cJf $OUT/logs-parallel.tar.xz -C /tmp logs-parallel
