@@ -182,3 +182,13 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/models/finetune-h200-torch2.11.tar.xz)
     set_tests_properties(accuracy_finetune_${variant} PROPERTIES FIXTURES_REQUIRED finetune_models TIMEOUT 600)
   endforeach()
 endif()
+
+# Data parallelism on one rank (issue 20): DDP in both bucket modes and FSDP2 against the
+# unwrapped loop, on the zoo's files (the helper's smoke run on the H200).
+if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/parallel-smoke-h200-torch2.11.jsonl)
+  add_test(NAME accuracy_parallel_smoke
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/parallel-smoke-h200-torch2.11.jsonl
+                   --memest $<TARGET_FILE:memest> --key parallel-smoke-h200-torch2.11.jsonl --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_parallel_smoke PROPERTIES TIMEOUT 300)
+endif()
