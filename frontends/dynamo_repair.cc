@@ -203,8 +203,15 @@ void split_deduplicated_initializers(Graph& g) {
                                                                                     : g.tensors[id].kind;
     g.tensors[id].kind = kind;
     g.tensors[id].module = order.front();
+    // Each copy takes the name the module's own parameter has (`encoder.ln.weight` for the
+    // `encoder.layers.encoder_layer_0.ln_1.weight` all LayerNorms of a fresh model share),
+    // so --train/--freeze patterns match it as they match model.named_parameters().
+    const std::string merged = g.tensors[id].name;  // a copy: new_tensor() may move the tensors
+    const size_t dot = merged.rfind('.');
+    const std::string leaf = dot == std::string::npos ? "" : merged.substr(dot + 1);
     for (size_t k = 1; k < order.size(); ++k) {
-      const int copy = g.new_tensor(g.tensors[id].name + "#" + order[k]);
+      const std::string own = order[k].empty() || leaf.empty() ? "" : order[k] + "." + leaf;
+      const int copy = g.new_tensor(!own.empty() && g.find_tensor(own) < 0 ? own : merged + "#" + order[k]);
       Tensor& t = g.tensors[copy];
       const Tensor& orig = g.tensors[id];
       t.dtype = orig.dtype;

@@ -259,6 +259,26 @@ output y
   CHECK(g.nodes[0].inputs[1] == g.nodes[1].inputs[1]);
 }
 
+TEST_CASE("dynamo export: a merged parameter's copies take their modules' own names") {
+  // A fresh ViT's LayerNorm weights are all ones: the exporter keeps one,
+  // encoder_layer_0.ln_1.weight; encoder.ln's copy is encoder.ln.weight, so --train
+  // encoder.ln matches it as it matches model.named_parameters().
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4
+param encoder.layers.encoder_layer_0.ln_1.weight float32 4
+node Mul x encoder.layers.encoder_layer_0.ln_1.weight -> a @encoder.layers.encoder_layer_0.ln_1
+node Mul a encoder.layers.encoder_layer_0.ln_1.weight -> y @encoder.ln
+output y
+)");
+  g.relink();
+  split_deduplicated_initializers(g);
+  CHECK(g.nodes[0].inputs[1] == g.find_tensor("encoder.layers.encoder_layer_0.ln_1.weight"));
+  REQUIRE(g.find_tensor("encoder.ln.weight") >= 0);
+  CHECK(g.nodes[1].inputs[1] == g.find_tensor("encoder.ln.weight"));
+  CHECK(g.tensors[g.find_tensor("encoder.ln.weight")].kind == TensorKind::Parameter);
+}
+
 TEST_CASE("dynamo export: a kept BatchNorm from aten's training batch norm is in training mode") {
   // The exporter writes the BatchNormalization it keeps (after a Concat: timm's mixed
   // blocks) without training_mode; its aten op says which mode ran.
