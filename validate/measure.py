@@ -62,6 +62,18 @@ def versions(device):
     return v
 
 
+def record_phases(rec, phases, info):
+    """A case's row: its peaks (where and when), the allocator after each setup step, the
+    loop's facts (`info`) and one entry per phase."""
+    peak, peak_res, where = phases.peak()
+    rec.update(peak_allocated=peak, peak_reserved=peak_res, peak_at=where,
+               after_model=phases.after("model"), after_optimizer=phases.after("optimizer"),
+               after_inputs=phases.after("inputs"))
+    rec.update(info)
+    rec["phases"] = [{k: r[k] for k in ("it", "micro", "phase", "peak", "allocated", "peak_reserved", "reserved")
+                      if k in r} for r in phases.rows]
+
+
 def _status_of(exc):
     text = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else "")
     if "out of memory" in str(exc).lower() or type(exc).__name__ == "OutOfMemoryError":
@@ -126,13 +138,7 @@ def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=Fa
         snap = None
         del exc
     rec["time_s"] = round(time.time() - t0, 3)
-    peak, peak_res, where = phases.peak()
-    rec.update(peak_allocated=peak, peak_reserved=peak_res, peak_at=where,
-               after_model=phases.after("model"), after_optimizer=phases.after("optimizer"),
-               after_inputs=phases.after("inputs"))
-    rec.update(info)
-    rec["phases"] = [{k: r[k] for k in ("it", "micro", "phase", "peak", "allocated", "peak_reserved", "reserved")
-                      if k in r} for r in phases.rows]
+    record_phases(rec, phases, info)
     rec["versions"] = vers
     if trace and snap is not None:
         from validate import trace as tr

@@ -113,7 +113,7 @@ def run_one(args):
     import torch
     import torch.distributed as dist
     from validate import loop
-    from validate.measure import _status_of, base_record, versions
+    from validate.measure import _status_of, base_record, record_phases, versions
 
     cuda = args.device.startswith("cuda")
     rank = int(os.environ.get("RANK", "0"))
@@ -165,13 +165,7 @@ def run_one(args):
     except Exception as exc:  # one failing case must not stop the others
         rec["status"] = _status_of(exc)
     rec["time_s"] = round(time.time() - t0, 3)
-    peak, peak_res, where = phases.peak()
-    rec.update(peak_allocated=peak, peak_reserved=peak_res, peak_at=where,
-               after_model=phases.after("model"), after_optimizer=phases.after("optimizer"),
-               after_inputs=phases.after("inputs"))
-    rec.update(info)
-    rec["phases"] = [{k: r[k] for k in ("it", "micro", "phase", "peak", "allocated", "peak_reserved", "reserved")
-                      if k in r} for r in phases.rows]
+    record_phases(rec, phases, info)
     try:
         rec["versions"] = versions(device)
     except Exception:
