@@ -93,7 +93,7 @@ def external_initializers(program, location):
         n = 1
         for d in shape:
             n *= int(d)
-        nbytes = n * dtype.itemsize
+        nbytes = int(n * dtype.itemsize)
         value.const_value = ir.ExternalTensor(location, offset, nbytes, dtype, shape=ir.Shape(shape), name=name)
         offset += nbytes
 
