@@ -13,6 +13,7 @@
 #include "estimator/finetune.h"
 #include "estimator/frames.h"
 #include "estimator/ops/registry.h"
+#include "estimator/optimizer.h"
 #include "estimator/parallel.h"
 #include "estimator/simulate_facts.h"
 
@@ -727,38 +728,10 @@ class Builder : public StepMemory {
 
   // ---- optimizer step ------------------------------------------------------------
   void step() {
-    int found_inf = -1;
-    if (cfg_.amp == Amp::FP16) {
-      // GradScaler: _scale and _growth_tracker live from the first scale(); found_inf per step.
-      if (!scaler_) {
-        scaler_ = true;
-        alloc(Expr(4), Category::OptimizerState, -1);
-        alloc(Expr(4), Category::OptimizerState, -1);
-      }
-      found_inf = alloc(Expr(4), Category::Temporaries, -1);
-    }
-    const bool adam = cfg_.optim == Optim::Adam || cfg_.optim == Optim::AdamW;
-    if (iter_ == 0) {
-      for (auto& [p, gb] : param_grads_) {
-        (void)gb;
-        if (adam) {
-          alloc(state_bytes(p), Category::OptimizerState, -1);  // exp_avg
-          alloc(state_bytes(p), Category::OptimizerState, -1);  // exp_avg_sq
-        } else if (cfg_.momentum != 0) {
-          alloc(state_bytes(p), Category::OptimizerState, -1);  // momentum_buffer = clone(grad)
-        }
-      }
-    }
-    if (adam && cfg_.foreach) {
-      // _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), one per parameter.
-      std::vector<int> tmp;
-      for (auto& [p, gb] : param_grads_) {
-        (void)gb;
-        tmp.push_back(alloc(state_bytes(p), Category::Temporaries, -1));
-      }
-      for (int b : tmp) unref(b);
-    }
-    if (found_inf >= 0) unref(found_inf);
+    std::vector<Expr> states;
+    states.reserve(param_grads_.size());
+    for (const auto& pg : param_grads_) states.push_back(state_bytes(pg.first));
+    optimizer_step(*this, cfg_, iter_ == 0, states, scaler_);
   }
 
   // One optimizer state tensor of parameter p: a shard under FSDP.
