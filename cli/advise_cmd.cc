@@ -63,8 +63,7 @@ void fine_tuning_what_ifs(const Graph& raw, const Graph& g, const TrainConfig& n
   for (const std::string& m : modules) {
     if (m.find("lora_") != std::string::npos) return;  // adapters already: --train '*lora_*' is the proposal
   }
-  int wrapped = 0;
-  with_lora(raw, LoraSpec{}, &wrapped);
+  const int wrapped = lora_sites(raw, LoraSpec{});
   if (wrapped > 0) {
     TrainConfig t = now;
     t.train = {kLoraTrainPattern};

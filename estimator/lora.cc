@@ -109,18 +109,31 @@ void wrap(Graph& g, const Site& site, const LoraSpec& spec, std::vector<Node>& o
   out.push_back(make_node("Add", {base_out, scaled}, y, copy, "lora_add", module));
 }
 
-}  // namespace
-
-Graph with_lora(const Graph& g, const LoraSpec& spec, int* wrapped) {
-  Graph out = g;
-  std::vector<Node> nodes;
-  nodes.reserve(g.nodes.size());
+// Per tensor, the live node that makes it (a frontend's graph may not be linked yet).
+std::vector<int> producers(const Graph& g) {
   std::vector<int> producer(g.tensors.size(), -1);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     for (int o : g.nodes[k].outputs) {
       if (o >= 0 && !g.nodes[k].dead) producer[o] = static_cast<int>(k);
     }
   }
+  return producer;
+}
+
+}  // namespace
+
+int lora_sites(const Graph& g, const LoraSpec& spec) {
+  const std::vector<int> producer = producers(g);
+  int count = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) count += linear_site(g, static_cast<int>(k), spec, producer) ? 1 : 0;
+  return count;
+}
+
+Graph with_lora(const Graph& g, const LoraSpec& spec, int* wrapped) {
+  Graph out = g;
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size());
+  const std::vector<int> producer = producers(g);
   int count = 0;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const std::optional<Site> site = linear_site(g, static_cast<int>(k), spec, producer);

@@ -29,4 +29,7 @@ inline constexpr const char* kLoraTrainPattern = "*lora_*";
 /// Linear layers got adapters through `wrapped` (0: the graph is returned unchanged).
 Graph with_lora(const Graph& g, const LoraSpec& spec, int* wrapped);
 
+/// How many Linear layers with_lora would wrap, without copying the graph.
+int lora_sites(const Graph& g, const LoraSpec& spec);
+
 }  // namespace memest
