@@ -678,6 +678,7 @@ class Builder : public StepMemory {
     };
     const int out0 = outs.empty() ? -1 : outs[0];
     const bool swap = info && info->second_grad_first && ins.size() == 2;
+    std::vector<int> full;  // full-shape gradients of broadcast inputs, summed down below
     for (size_t step = 0; step < ins.size(); ++step) {
       const size_t i = swap ? 1 - step : step;
       int t = ins[i];
@@ -692,6 +693,9 @@ class Builder : public StepMemory {
         gblock = grad_[out0];
         ref(gblock);
       } else {
+        if (letter == 'A' && info && info->full_broadcast_grads && out0 >= 0 && g_.tensors[t].shape != g_.tensors[out0].shape) {
+          full.push_back(alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k));
+        }
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
         first_cublas_call();
         if (i == 0 && info && info->bwd_data_workspace) {
@@ -711,6 +715,7 @@ class Builder : public StepMemory {
       accumulate(t, gblock);
     }
     first_cublas_call();  // when no gradient was allocated above
+    for (int b : full) unref(b);
     if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
     if (info && info->bwd_workspace && !eff.empty()) {
       Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],

@@ -147,6 +147,12 @@ struct OpInfo {
   /// output's gradient summed over them (sum_to_size): a column reduction that may
   /// stage partial sums in a scratch buffer (Target::reduce_scratch_*).
   bool sums_broadcast_grads = false;
+  /// An 'A' gradient of a broadcast input is made at the output's full shape (mul's
+  /// grad * other) and summed to the input's shape by autograd's engine once the node's
+  /// backward has returned (engine.cpp validate_outputs -> reduce_grad): the full-size
+  /// product lives until all of the node's gradients are made. GPU phases of rnd5_21
+  /// (squeeze-excitation's x * scale): one full tensor more at the backward peak.
+  bool full_broadcast_grads = false;
   /// An activation that CNN code runs in place (torchvision's nn.ReLU(inplace=True)):
   /// it overwrites its input instead of allocating, when that input comes from an op
   /// with `overwritable_output` (or the node has inplace=1) and nothing else reads it.
