@@ -450,6 +450,10 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.end_array();
   w.field("model", a.graph.file);
   w.field("node", node_label(a, e.peak.node));
+  w.key("notes");  // what the step model assumed (data parallelism's buckets and NCCL)
+  w.begin_array();
+  for (const auto& note : a.program.notes) w.value(note);
+  w.end_array();
   w.field("parallel", parallel_name(a.train.parallel));
   w.field("peak_bytes", e.peak.peak_bytes);
   w.field("phase", phase_name(e.peak.phase));
@@ -596,6 +600,7 @@ std::string estimate_text(const Analysis& a, const Estimate& e, int depth, const
   if (!verdict.empty()) out << verdict << "\n\n";
   write_summary(out, a, e);
   write_layer_table(out, a, e, depth, owners);
+  for (const auto& note : a.program.notes) out << "Assumed: " << note << "\n";
   return out.str();
 }
 

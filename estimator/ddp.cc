@@ -85,20 +85,18 @@ class Ddp : public ParallelModel {
 
   void rebuild() {
     rebuilt_ = true;
-    // initialize_buckets clears buckets_ before allocating the new ones, and without
-    // gradient_as_bucket_view that frees them. With it, the old buckets stay allocated
-    // through the rebuilding iteration's forward and backward: measured on the H200
-    // (torch 2.11, resnet50 batch 32, SGD; per-phase allocated counters), allocated is
-    // one bucket set (97.5 MiB) higher from the rebuild to the end of that backward
-    // than in the iteration after, and equal without bucket view. What holds them was
-    // not found in reducer.cpp; they are released at the end of that backward here.
-    for (int b : buckets_) {
-      if (cfg_.bucket_view) {
-        retired_.push_back(b);
-      } else {
-        mem_.release(b);
-      }
-    }
+    // initialize_buckets clears buckets_ before allocating the new ones, yet the old ones
+    // may stay allocated through the rebuilding iteration's forward and backward: measured
+    // on the H200 (torch 2.11, per-phase allocated counters) with gradient_as_bucket_view
+    // (resnet50 batch 32: one bucket set, 97.5 MiB, higher from the rebuild to the end of
+    // that backward than in the iteration after), and without it in some runs only
+    // (parallel-h200-torch2.11.jsonl: bert_hf and llama_hf under bf16 hold them, the same
+    // models under fp16 do not; -9.9% and -9.0% when released at once). What holds them
+    // was not found in reducer.cpp (a completed allreduce's work object, released by the
+    // process group's watchdog thread on its own schedule, would explain the runs that
+    // differ); an underestimate runs out of memory, so they are held in both modes until
+    // the end of that backward.
+    for (int b : buckets_) retired_.push_back(b);
     buckets_.clear();
     std::vector<BucketTensor> ts;
     for (int p : ready_) ts.push_back({constant_bytes(g_.tensors[p]), g_.tensors[p].dtype});
@@ -135,7 +133,7 @@ class Ddp : public ParallelModel {
   std::vector<BucketTensor> buffers_;
   std::vector<int> grads_;  // the reducer's parameters
   std::vector<int> buckets_;
-  std::vector<int> retired_;  // the constructor's buckets under bucket view, until the rebuild's backward ends
+  std::vector<int> retired_;  // the constructor's buckets, until the rebuild's backward ends
   std::vector<int> ready_;
   std::vector<bool> ready_seen_ = std::vector<bool>(g_.tensors.size(), false);
   bool backward_seen_ = false, rebuilt_ = false;
@@ -149,7 +147,9 @@ std::unique_ptr<ParallelModel> make_ddp(const Graph& g, const TrainConfig& cfg, 
                   ": flat gradient buckets beside the parameters (bucket_cap_mb=25, first bucket 1 MiB after "
                   "the rebuild)" +
                   (cfg.bucket_view ? "; .grad are views into them" : "; .grad are separate tensors") +
-                  ". NCCL's own buffers are outside the caching allocator and not counted");
+                  ". The buckets replaced by the rebuild in iteration 2 are counted until its backward ends (one "
+                  "more set of gradient bytes; a long iteration may free them sooner). NCCL's own buffers are outside "
+                  "the caching allocator and not counted");
   return std::make_unique<Ddp>(g, cfg, mem);
 }
 

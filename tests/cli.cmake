@@ -192,3 +192,21 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/parallel-smoke-h200-torch2.11.j
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(accuracy_parallel_smoke PROPERTIES TIMEOUT 300)
 endif()
+# The full run (validate/gpu_parallel.sh): four zoo models, and the 1.1B Llama of the
+# fine-tuning set (its file comes with the fine-tuning archive).
+if(EXISTS ${PROJECT_SOURCE_DIR}/validate/results/parallel-h200-torch2.11.jsonl)
+  add_test(NAME accuracy_parallel
+           COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/parallel-h200-torch2.11.jsonl
+                   --memest $<TARGET_FILE:memest> --models resnet50,bert_hf,gpt2_hf,llama_hf
+                   --key parallel-h200-torch2.11.jsonl --enforce
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_parallel PROPERTIES TIMEOUT 300)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/models/finetune-h200-torch2.11.tar.xz)
+    add_test(NAME accuracy_parallel_llama1b
+             COMMAND ${MEMEST_PYTHON} -m validate compare validate/results/parallel-h200-torch2.11.jsonl
+                     --memest $<TARGET_FILE:memest> --models llama1b --models-dir ${MEMEST_FT}
+                     --key parallel-h200-torch2.11.jsonl@llama1b --enforce
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(accuracy_parallel_llama1b PROPERTIES FIXTURES_REQUIRED finetune_models TIMEOUT 300)
+  endif()
+endif()
