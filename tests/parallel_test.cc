@@ -258,10 +258,11 @@ TEST_CASE("DDP adds the flat buckets: +1 gradient persistently, gradients themse
   // With bucket view, .grad are views of the buckets: the step sees the buckets instead of the gradients.
   CHECK(phase_peak(estimate(view, B).peak, 2, Phase::Optimizer) == step_plain + buckets - grads);
   CHECK(category_total(with, B, Category::OptimizerState) == category_total(plain, B, Category::OptimizerState));
-  // The rebuild (second forward) frees the constructor's buckets at once without bucket
-  // view; with it they stay until that iteration's backward ends (measured, see ddp.cc).
+  // The constructor's buckets, replaced by the rebuild (second forward), are counted
+  // until that iteration's backward ends, with bucket view or without (measured held in
+  // some runs, see ddp.cc).
   const PeakResult pw = estimate(with, B).peak, pv = estimate(view, B).peak;
-  CHECK(phase_peak(pw, 1, Phase::Forward) == phase_peak(pw, 2, Phase::Forward));
+  CHECK(phase_peak(pw, 1, Phase::Forward) == phase_peak(pw, 2, Phase::Forward) + 36352);
   CHECK(phase_peak(pv, 1, Phase::Forward) == phase_peak(pv, 2, Phase::Forward) + 36352);
 }
 
