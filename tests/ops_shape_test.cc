@@ -479,15 +479,18 @@ TEST_CASE("shape: DepthToSpace, OneHot, NonZero") {
     node OneHot ids depth vals -> oh
     node OneHot ids depth vals -> oh0 axis=0
     node NonZero nz -> where :nzero
+    node NonZero ids -> where_ids
   )");
   CHECK(shape(g, "d2s") == "[batch, 4, 2*h, 2*w]");
   CHECK(shape(g, "s2d") == "[1, 16, 4, 4]");
   CHECK(shape(g, "oh") == "[batch, seq, 10]");
   CHECK(dtype(g, "oh") == "float16");
   CHECK(shape(g, "oh0") == "[10, batch, seq]");
-  CHECK(shape(g, "where") == "[2, nzero_nonzero]");
+  // At most every element is nonzero: 3 * 4, and batch * seq (an upper bound, warned).
+  CHECK(shape(g, "where") == "[2, 12]");
+  CHECK(shape(g, "where_ids") == "[2, batch*seq]");
   CHECK(dtype(g, "where") == "int64");
-  CHECK(g.warnings.size() == 1);
+  CHECK(g.warnings.size() == 2);
   CHECK_THROWS_AS(infer("input x float32 1,6,2,2\nnode DepthToSpace x -> y blocksize=2"), Error);
 }
 

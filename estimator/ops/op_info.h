@@ -23,6 +23,8 @@ class ShapeContext {
   size_t num_inputs() const { return n_.inputs.size(); }
   size_t num_outputs() const { return n_.outputs.size(); }
   bool has_input(size_t i) const { return n_.has_input(i); }
+  /// The graph, for rules that look past an input to the node that made it.
+  const Graph& graph() const { return g_; }
   /// The i-th input; throws Error when absent.
   const Tensor& input(size_t i) const;
   /// Shape of input i; throws Error when unknown (the driver checks before calling).

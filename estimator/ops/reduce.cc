@@ -39,6 +39,57 @@ Shape reduced(const ShapeContext& ctx, const Shape& x, std::vector<int64_t> axes
   return out;
 }
 
+// An upper bound on every element of an integer tensor whose contents depend on the
+// data, or nullopt: 1 for booleans or a cast of them (a mask), the sum of such over axes
+// times the axes' sizes, the max or min of one. Longformer sizes its global-attention
+// keys by is_index_global_attn.long().sum(dim=1).max(): at most the sequence length.
+std::optional<Expr> element_bound(const Graph& g, int t, int depth = 0) {
+  if (t < 0 || depth > 8) return std::nullopt;
+  const Tensor& x = g.tensors[t];
+  if (x.dtype == DType::Bool) return Expr(1);
+  if (x.value && x.value->size() == 1) return x.value->front();
+  if (x.producer < 0 || is_floating(x.dtype)) return std::nullopt;
+  const Node& n = g.nodes[x.producer];
+  if (n.op == "Cast" && n.has_input(0) && g.tensors[n.inputs[0]].dtype == DType::Bool) return Expr(1);
+  if (n.op != "ReduceSum" && n.op != "ReduceMax" && n.op != "ReduceMin") return std::nullopt;
+  auto b = element_bound(g, n.has_input(0) ? n.inputs[0] : -1, depth + 1);
+  if (!b || n.op != "ReduceSum") return b;
+  const auto& in = g.tensors[n.inputs[0]].shape;
+  if (!in) return std::nullopt;
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (!n.attr("axes") && n.has_input(1)) {
+    const auto& v = g.tensors[n.inputs[1]].value;
+    if (!v) return std::nullopt;
+    axes.clear();
+    for (const Expr& e : *v) {
+      const auto c = e.as_const();
+      if (!c) return std::nullopt;
+      axes.push_back(*c < 0 ? *c + static_cast<int64_t>(in->size()) : *c);
+    }
+  }
+  Expr summed(1);
+  for (size_t i = 0; i < in->size(); ++i) {
+    if (axes.empty() || std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end()) summed = summed * (*in)[i];
+  }
+  return *b * summed;
+}
+
+// A data-dependent integer scalar made by a reduction (a count, a maximum count) is taken
+// at its upper bound when it has one, so that sizes made from it are never underestimated.
+void bound_data_dependent(ShapeContext& ctx) {
+  const Node& n = ctx.node();
+  if (n.outputs.empty() || n.outputs[0] < 0) return;
+  const Tensor& out = ctx.graph().tensors[n.outputs[0]];
+  if (out.value || !out.shape || is_floating(out.dtype)) return;
+  for (const Expr& d : *out.shape) {
+    if (d != Expr(1)) return;
+  }
+  if (auto b = element_bound(ctx.graph(), n.outputs[0])) {
+    ctx.warn(n.op + " of a mask depends on the data; memest takes its upper bound, " + b->str());
+    ctx.set_value(0, {*b});
+  }
+}
+
 template <Combine F>
 void reduce(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
@@ -52,6 +103,7 @@ void reduce(ShapeContext& ctx) {
   }
   Shape out = reduced(ctx, x, *axes, keepdims);
   ctx.set_output(0, ctx.in_dtype(0), out);
+  bound_data_dependent(ctx);
   // Folds the product or sum of known contents (ReduceProd(Shape(x)) is numel),
   // over any axes of a small tensor.
   if constexpr (F != nullptr) {

@@ -703,12 +703,15 @@ void one_hot(ShapeContext& ctx) {
   ctx.set_output(0, ctx.in_dtype(2), out);
 }
 
-// The count of nonzero elements depends on the data: a fresh symbol stands for it.
+// The count of nonzero elements depends on the data. It is taken at its upper bound,
+// every element of the input, so that what is gathered with it is never underestimated
+// (mt5's classifier picks the EOS positions, hidden[eos_mask]: one row per sample, bounded
+// by one per token). A symbol of its own would leave every size downstream unknown.
 void non_zero(ShapeContext& ctx) {
-  const Node& n = ctx.node();
-  const std::string base = n.name.empty() ? "nonzero" + std::to_string(n.outputs.empty() ? 0 : n.outputs[0]) : n.name;
-  ctx.warn("NonZero's output size depends on the data; it is left as the symbol '" + base + "_nonzero'");
-  ctx.set_output(0, DType::I64, {Expr(static_cast<int64_t>(ctx.rank(0))), Expr::symbol(base + "_nonzero")});
+  const Expr count = product(ctx.in_shape(0));
+  ctx.warn("NonZero's output size depends on the data; memest takes its upper bound, every element of its input (" +
+           count.str() + ")");
+  ctx.set_output(0, DType::I64, {Expr(static_cast<int64_t>(ctx.rank(0))), count});
 }
 
 // F.pad's modes run different kernels with different autograd formulas (derivatives.yaml):
