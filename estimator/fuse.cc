@@ -672,6 +672,62 @@ class Fuser {
     g_.nodes[last].attrs.emplace("num_groups", std::move(a));
   }
 
+  // ScatterND whose indices come from shapes alone (Shape, Range, Expand, ... of no
+  // tensor's data): the legacy exporter's spelling of a slice assignment,
+  // attn[:, :, 1:, 1:] += rel (mvitv2's relative position bias; its int64 indices were
+  // 8x the fp32 scores they index, kept for backward: +86%). PyTorch writes through a
+  // view: no index tensor exists and nothing is saved. The nodes that built the indices
+  // for this node alone go with them.
+  void slice_assign(int k) {
+    Node& n = g_.nodes[k];
+    if (n.dead || n.inputs.size() != 3 || n.attr_string("reduction", "none") != "none") return;
+    std::vector<int> chain;
+    if (!from_shapes(n.inputs[1], chain, 0)) return;
+    // Keep a chain node that something outside the chain still reads.
+    std::vector<int> dead;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int c : chain) {
+        if (std::find(dead.begin(), dead.end(), c) != dead.end()) continue;
+        bool only_chain = true;
+        for (int out : g_.nodes[c].outputs) {
+          if (out >= 0 && T(out).graph_output) only_chain = false;
+          for (int r : out < 0 ? std::vector<int>{} : consumers(out)) {
+            only_chain = only_chain && (r == k || std::find(dead.begin(), dead.end(), r) != dead.end());
+          }
+        }
+        if (only_chain) {
+          dead.push_back(c);
+          changed = true;
+        }
+      }
+    }
+    replace(k, "SliceAssign", {n.inputs[0], n.inputs[2]}, dead);
+  }
+  // Whether tensor t is computed from shapes and constants alone; the nodes found are
+  // added to `chain`.
+  bool from_shapes(int t, std::vector<int>& chain, int depth) {
+    static constexpr std::string_view kIndexOps[] = {
+        "Range", "Expand", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Cast", "Add", "Sub", "Mul", "Div",
+        "Gather", "Slice", "Transpose", "ConstantOfShape", "Tile", "Equal", "Where", "Not", "Less", "Greater",
+        "Mod", "Neg", "Flatten", "Identity", "Constant", "Shape"};
+    if (t < 0 || depth > 64 || chain.size() > 256) return false;
+    if (T(t).kind == TensorKind::Constant) return true;
+    // Contents the shape pass knew are made from shapes too; their nodes go when unused.
+    const bool known = T(t).value.has_value();
+    Node* p = producer(t);
+    if (!p || T(t).kind != TensorKind::Activation || is_floating(T(t).dtype)) return known;
+    if (std::find(std::begin(kIndexOps), std::end(kIndexOps), p->op) == std::end(kIndexOps)) return known;
+    const int pk = T(t).producer;
+    if (std::find(chain.begin(), chain.end(), pk) != chain.end()) return true;
+    chain.push_back(pk);
+    if (p->op == "Shape") return true;  // reads its input's shape only
+    for (int in : p->inputs) {
+      if (in >= 0 && !from_shapes(in, chain, depth + 1)) return false;
+    }
+    return true;
+  }
+
   void silu(int k) {
     Node& sg = g_.nodes[k];
     if (sg.dead || sg.op != "Sigmoid") return;
@@ -698,7 +754,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
   // Each pattern starts at one op, and rewrites never make such an op: the nodes
   // each pass visits are found in one walk over the graph (a walk per pass read
   // every Node four times, a cache miss each on a large graph).
-  std::vector<int> erf, sigmoid, softmax, matmul, concat, instance_norm, mean;
+  std::vector<int> erf, sigmoid, softmax, matmul, concat, instance_norm, mean, scatter;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     if (n.dead) continue;
@@ -709,7 +765,9 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     if (n.op == "Concat") concat.push_back(static_cast<int>(k));
     if (n.op == "InstanceNormalization") instance_norm.push_back(static_cast<int>(k));
     if (n.op == "ReduceMean") mean.push_back(static_cast<int>(k));
+    if (n.op == "ScatterND") scatter.push_back(static_cast<int>(k));
   }
+  for (int k : scatter) f.slice_assign(k);
   for (int k : concat) f.weight_reorder(k);
   // Whole aten calls first: they cover spellings the patterns below do not.
   if (!g.calls.empty()) {

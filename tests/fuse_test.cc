@@ -129,6 +129,38 @@ output y
   CHECK(partial.graph.nodes[partial.graph.tensors[partial.graph.find_tensor("wr")].producer].op == "Concat");
 }
 
+TEST_CASE("a ScatterND of indices made from shapes alone is a slice assignment: no indices, nothing saved") {
+  // The legacy exporter writes x[:, 1:] = y as ScatterND with int64 indices built from
+  // Shape and Range; PyTorch writes through a view, and no index tensor exists. Here the
+  // indices would be [batch, 1] int64 (8 * batch bytes) and ScatterND keeps them.
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(R"(
+input x float32 batch,16
+param w float32 16
+const zero int64 - = 0
+const one int64 - = 1
+const ax int64 1 = 1
+node Mul x w -> u
+node Shape x -> sh
+node Gather sh zero -> b axis=0
+node Range zero b one -> r
+node Unsqueeze r ax -> idx
+node ScatterND x idx u -> y
+output y
+)", cfg);
+  CHECK(live_ops(a) == std::map<std::string, int>{{"Mul", 1}, {"SliceAssign", 1}});
+  const Analysis whole = analyze_text(R"(
+input x float32 batch,16
+param w float32 16
+node Mul x w -> u
+node memest::SliceAssign x u -> y
+output y
+)", cfg);
+  // Shape, Gather, Range and Unsqueeze built the indices for it alone: they are gone too.
+  CHECK(estimate(a, 8).peak.peak_bytes == estimate(whole, 8).peak.peak_bytes);
+}
+
 TEST_CASE("LayerNorm spelled out below opset 17 is one LayerNormalization") {
   // torch.onnx at opset 14 (torch 1.13's default): mean, centre, square, mean, eps,
   // root, divide, weight, bias. Left apart, the centred input, its square, the root and

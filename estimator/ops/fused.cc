@@ -117,6 +117,9 @@ const OpInfo kOps[] = {
      .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA", .domain = "memest",
      .note = "Reshape+InstanceNormalization+Reshape(+Mul+Add): F.group_norm, one kernel keeping input, "
              "weight and fp32 mean/rstd per (n, group)"},
+    {.op = "SliceAssign", .family = "fused", .shape = shape_same, .autocast = Autocast::Promote, .grads = "AA",
+     .domain = "memest",
+     .note = "ScatterND of indices made from shapes alone: x[slices] = y through a view; no indices, nothing saved"},
     {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .domain = "memest", .note = "x*sigmoid(x): nn.SiLU, saves its input"},
     // cross_entropy calls log_softmax(x, dim, x.scalar_type()): autocast's
