@@ -149,9 +149,6 @@ class Builder : public StepMemory {
     prog_.blocks[b].may_fail = true;
     return b;
   }
-  void ref(int b) {
-    if (b >= 0) ++refs_[b];
-  }
   void unref(int b) {
     if (b < 0) return;
     if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
@@ -167,7 +164,7 @@ class Builder : public StepMemory {
   std::span<const EffectiveInput> effective(int k) const {
     return {eff_.data() + io_at_[2 * k], eff_.data() + io_at_[2 * k + 1]};
   }
-  void ref(int b, int times) {
+  void ref(int b, int times = 1) {
     if (b >= 0) refs_[b] += times;
   }
 
@@ -687,15 +684,15 @@ class Builder : public StepMemory {
       if (letter == 'N') continue;
       const bool param = facts_[t].kind == TensorKind::Parameter;
       const DType d = eff[i].dtype;
+      const bool summed = letter == 'A' && info && info->full_broadcast_grads && out0 >= 0 &&
+                          g_.tensors[t].shape != g_.tensors[out0].shape;
       int gblock;
       if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
           *g_.tensors[t].shape == *g_.tensors[out0].shape && d == run_dtype_[out0]) {
         gblock = grad_[out0];
         ref(gblock);
       } else {
-        if (letter == 'A' && info && info->full_broadcast_grads && out0 >= 0 && g_.tensors[t].shape != g_.tensors[out0].shape) {
-          full.push_back(alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k));
-        }
+        if (summed) full.push_back(alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k));
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
         first_cublas_call();
         if (i == 0 && info && info->bwd_data_workspace) {
@@ -773,8 +770,7 @@ class Builder : public StepMemory {
   std::vector<int> cached_;       // tensors cached since the last recompute began
   std::vector<Expr> numel_;
   std::vector<EffectiveInput> eff_;  // per node input, at the inputs' offsets in io_ (see effective)
-  std::vector<int> params_;
-  std::vector<int> follows_;
+  std::vector<int> params_, follows_;
   struct CastBack {
     int tensor, grad, node;
   };
