@@ -148,7 +148,7 @@ def measure_one(entry, cfg, args, run_id, vers, cpu_model, probe_cache, trace=Fa
         if args.checkpoint:
             trace_rec["checkpoint"] = "blocks"
         try:
-            red = tr.reduce_snapshot(snap, phases.rows, peak, since_us=int(phases.t0 * 1e6) - 200000, annot=annot,
+            red = tr.reduce_snapshot(snap, phases.rows, rec["peak_allocated"], since_us=int(phases.t0 * 1e6) - 200000, annot=annot,
                                      full=args.trace_detail, n_frames=args.trace_frames)
             red["truncated"] = red["n_events"] >= args.trace_entries
             trace_rec.update(red)
