@@ -230,4 +230,33 @@ void split_deduplicated_initializers(Graph& g) {
   g.relink();
 }
 
+int restore_dropped_gemm_biases(Graph& g, const std::vector<std::string_view>& parameters) {
+  int restored = 0;
+  for (std::string_view p : parameters) {
+    if (!p.ends_with(".bias") || g.find_tensor(p) >= 0) continue;
+    const std::string weight = std::string(p.substr(0, p.size() - 5)) + ".weight";
+    const int w = g.find_tensor(weight);
+    if (w < 0 || !g.tensors[w].shape || g.tensors[w].shape->size() != 2) continue;
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      Node& n = g.nodes[k];
+      if (n.dead || n.op != "Gemm" || n.inputs.size() != 2 || n.inputs[1] != w) continue;
+      const Shape& ws = *g.tensors[w].shape;
+      const Expr out = n.attr_int("transB", 0) != 0 ? ws[0] : ws[1];
+      const DType dtype = g.tensors[w].dtype;
+      const std::string module = g.tensors[w].module;
+      const int b = g.new_tensor(std::string(p));  // may move the tensors: nothing held across it
+      Tensor& bias = g.tensors[b];
+      bias.kind = TensorKind::Parameter;
+      bias.dtype = dtype;
+      bias.shape = Shape{out};
+      bias.module = module;
+      g.nodes[k].inputs.push_back(b);
+      ++restored;
+      break;
+    }
+  }
+  if (restored > 0) g.relink();
+  return restored;
+}
+
 }  // namespace memest

@@ -55,4 +55,11 @@ void place_untraced_nodes(Graph& g);
 /// larger than the limit.
 void split_deduplicated_initializers(Graph& g);
 
+/// The exporter's optimizer drops a Gemm's bias that is all zeros (a fresh model's
+/// classifier: timm's head, torchvision's fc, HF's pooler), though the parameter still
+/// exists, gets a gradient and optimizer state. A bias the graph signature lists as a
+/// parameter but no tensor holds, of a module whose Gemm has no C input, is put back:
+/// [N] in the weight's dtype, N the Gemm's output features. Returns how many.
+int restore_dropped_gemm_biases(Graph& g, const std::vector<std::string_view>& parameters);
+
 }  // namespace memest

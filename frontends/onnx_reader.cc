@@ -615,6 +615,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
       buffers.push_back(c);
     }
     keep_exported_parameters(g, *params, buffers);
+    restore_dropped_gemm_biases(g, *params);
   }
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);

@@ -329,3 +329,30 @@ TEST_CASE("dynamo export: a large initializer is a parameter only when a folded 
   CHECK(h.tensors[h.find_tensor("big")].kind == TensorKind::Parameter);
   CHECK(h.tensors[h.find_tensor("bias")].kind == TensorKind::Buffer);
 }
+
+TEST_CASE("dynamo export: a classifier's zero bias the exporter dropped from its Gemm is put back") {
+  // y = Gemm(x, head.weight [10, 32], transB=1): the signature lists head.bias, which no
+  // tensor holds (all zeros in a fresh model, the optimizer dropped C). Torch counts it:
+  // 10 floats, a gradient and Adam's two states, so memest must too.
+  const std::string signature =
+      "# inputs\np_head_weight: PARAMETER target='head.weight'\np_head_bias: PARAMETER target='head.bias'\n"
+      "x: USER_INPUT\n";
+  const std::string trans_b = lfield(5, lfield(1, "transB") + vfield(3, 1) + vfield(20, 2));  // INT attribute
+  const std::string body =
+      lfield(1, lfield(1, "x") + lfield(1, "head.weight") + lfield(2, "y") + lfield(4, "Gemm") + trans_b) +
+      initializer("head.weight", {10, 32}) +
+      lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(32)))) +
+      lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(10))));
+  const Graph g = read_onnx_bytes(
+      model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
+  const int b = g.find_tensor("head.bias");
+  REQUIRE(b >= 0);
+  CHECK(g.tensors[b].kind == TensorKind::Parameter);
+  CHECK(*g.tensors[b].shape == Shape{Expr(10)});
+  CHECK(g.tensors[b].dtype == DType::F32);
+  int64_t param_bytes = 0;
+  for (const Tensor& t : g.tensors) {
+    if (t.kind == TensorKind::Parameter) param_bytes += product(*t.shape).as_const().value_or(0) * 4;
+  }
+  CHECK(param_bytes == (10 * 32 + 10) * 4);
+}

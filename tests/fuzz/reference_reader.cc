@@ -560,8 +560,9 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
   }
   classify_initializers(g);
   if (params) {
-    keep_exported_parameters(g, std::vector<std::string_view>(params->begin(), params->end()),
-                             std::vector<std::string_view>(lifted.begin(), lifted.end()));
+    const std::vector<std::string_view> listed(params->begin(), params->end());
+    keep_exported_parameters(g, listed, std::vector<std::string_view>(lifted.begin(), lifted.end()));
+    restore_dropped_gemm_biases(g, listed);
   }
   for (const auto& name : buffers) {
     int id = g.find_tensor(name);
