@@ -159,6 +159,9 @@ memest_matrix(matrix-blind2-h200-torch2.11 SETS sample8 random34)
 # Session 10's first blind sample (sample seed 9, random seed 5), compared once blind
 # (validate/results/blind3-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind3-h200-torch2.11 SETS sample9 random5)
+# Its end-of-session blind sample (sample seed 10, random seeds 6-7; seed 7 was not
+# exported), compared once (blind4-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind4-h200-torch2.11 SETS sample10 random67)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
