@@ -18,6 +18,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   random      list the random models of a seed (validate/randnet.py; measure with --set random:SEED:N)
   parallel    protocol.md's loop under DDP (both bucket modes) and FSDP2, one rank per process (issue 20)
   compare     run memest on measured cases and report the error
+  sdpa-probe  which backend scaled_dot_product_attention takes per configuration, and what it keeps
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
 """
 
@@ -30,6 +31,9 @@ def main(argv):
     if cmd == "export":
         from validate import export
         return export.main(rest)
+    if cmd == "sdpa-probe":
+        from validate import sdpa_probe
+        return sdpa_probe.main(rest)
     if cmd == "measure":
         from validate import measure
         return measure.main(rest)
