@@ -672,12 +672,11 @@ class Fuser {
     g_.nodes[last].attrs.emplace("num_groups", std::move(a));
   }
 
-  // ScatterND whose indices come from shapes alone (Shape, Range, Expand, ... of no
-  // tensor's data): the legacy exporter's spelling of a slice assignment,
-  // attn[:, :, 1:, 1:] += rel (mvitv2's relative position bias; its int64 indices were
-  // 8x the fp32 scores they index, kept for backward: +86%). PyTorch writes through a
-  // view: no index tensor exists and nothing is saved. The nodes that built the indices
-  // for this node alone go with them.
+  // ScatterND whose indices come from shapes alone (Shape, Range, Expand, ... of no tensor's
+  // data): the legacy exporter's spelling of a slice assignment, attn[:, :, 1:, 1:] += rel
+  // (mvitv2's relative position bias: int64 indices 8x the fp32 scores, kept for backward,
+  // +86%). PyTorch writes through a view: no index tensor exists, nothing is saved, and the
+  // nodes that built the indices for this node alone go with them.
   void slice_assign(int k) {
     Node& n = g_.nodes[k];
     if (n.dead || n.inputs.size() != 3 || n.attr_string("reduction", "none") != "none") return;
@@ -691,8 +690,9 @@ class Fuser {
         if (std::find(dead.begin(), dead.end(), c) != dead.end()) continue;
         bool only_chain = true;
         for (int out : g_.nodes[c].outputs) {
-          if (out >= 0 && T(out).graph_output) only_chain = false;
-          for (int r : out < 0 ? std::vector<int>{} : consumers(out)) {
+          if (out < 0) continue;
+          only_chain = only_chain && !T(out).graph_output;
+          for (int r : consumers(out)) {
             only_chain = only_chain && (r == k || std::find(dead.begin(), dead.end(), r) != dead.end());
           }
         }

@@ -237,8 +237,9 @@ int restore_dropped_gemm_biases(Graph& g, const std::vector<std::string_view>& p
     const std::string weight = std::string(p.substr(0, p.size() - 5)) + ".weight";
     const int w = g.find_tensor(weight);
     if (w < 0 || !g.tensors[w].shape || g.tensors[w].shape->size() != 2) continue;
-    for (size_t k = 0; k < g.nodes.size(); ++k) {
-      Node& n = g.nodes[k];
+    const std::vector<int> readers = g.tensors[w].consumers;  // a copy: new_tensor() may move the tensors
+    for (int k : readers) {
+      const Node& n = g.nodes[k];
       if (n.dead || n.op != "Gemm" || n.inputs.size() != 2 || n.inputs[1] != w) continue;
       const Shape& ws = *g.tensors[w].shape;
       const Expr out = n.attr_int("transB", 0) != 0 ? ws[0] : ws[1];
