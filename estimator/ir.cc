@@ -320,4 +320,10 @@ std::string module_from_param_name(const std::string& param) {
   return dot == std::string::npos ? "" : param.substr(0, dot);
 }
 
+bool is_child_module(std::string_view child, std::string_view parent) {
+  if (parent.empty()) return !child.empty() && child.find('.') == std::string_view::npos;
+  if (child.size() <= parent.size() + 1 || !child.starts_with(parent) || child[parent.size()] != '.') return false;
+  return child.find('.', parent.size() + 1) == std::string_view::npos;
+}
+
 }  // namespace memest

@@ -235,5 +235,8 @@ struct Graph {
 std::string module_from_scoped_name(std::string_view node_name);
 /// Module path from a parameter name: "layer1.0.conv1.weight" -> "layer1.0.conv1".
 std::string module_from_param_name(const std::string& param);
+/// Whether `child` is a direct submodule of `parent`: ("x.bn.act", "x.bn") yes, ("x.act", "x") yes,
+/// ("x.bn.act", "x") no; every module is a child of the top level "" only when it has no dot.
+bool is_child_module(std::string_view child, std::string_view parent);
 
 }  // namespace memest

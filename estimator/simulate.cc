@@ -488,6 +488,11 @@ class Builder : public StepMemory {
         saved.push_back(in.block);
       }
     }
+    if (!(rg && keep_saved) && info && info->extras_without_grad && info->saved_extra) {
+      for (const SavedExtra& x : info->saved_extra(g_, n)) {
+        temps.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Temporaries, k));
+      }
+    }
     if (early_ws >= 0) unref(early_ws);
     if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {
       Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
@@ -513,10 +518,14 @@ class Builder : public StepMemory {
   // when only it reads that input and the input's producer never reads its own output.
   // A frontend that knows (TorchScript's relu_) says so with the attribute inplace=1.
   bool runs_in_place(const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out) const {
-    if (!info || !info->inplace || eff.empty() || eff[0].cast || eff[0].block < 0 || eff[0].dtype != out) return false;
+    if (!info || !(info->inplace || info->inplace_when_owned)) return false;
+    if (eff.empty() || eff[0].cast || eff[0].block < 0 || eff[0].dtype != out) return false;
     const TensorFacts& in = facts_[eff[0].tensor];
     if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
-    return n.attr_int("inplace", 0) == 1 || (info_[in.producer] && info_[in.producer]->overwritable_output);
+    if (n.attr_int("inplace", 0) == 1) return true;
+    const OpInfo* made_by = info_[in.producer];
+    if (!made_by || !made_by->overwritable_output) return false;
+    return info->inplace || (std::string_view(made_by->family) == "norm" && is_child_module(n.module, g_.nodes[in.producer].module));
   }
 
   // ---- backward ------------------------------------------------------------------

@@ -390,6 +390,75 @@ output out
   CHECK(outputs_allocated_by(a, "relu2") == 3);  // s2 is also read by the tail's Add
 }
 
+TEST_CASE("LeakyReLU runs in place only as its norm module's own activation") {
+  // timm's BatchNormAct2d builds `self.act` with inplace=True and applies it to the norm's
+  // output (module x.bn.act after x.bn): no allocation (cspdarknet53's GPU trace). A sibling
+  // LeakyReLU (nn.LeakyReLU() in a Sequential, inplace=False by default) and a block's
+  // activation after its residual Add (timm's act3, inplace left False) allocate.
+  const char* text = R"(
+opset 17
+input x float32 batch,4,8,8
+param c.conv.weight float32 4,4,3,3
+param c.bn.weight float32 4
+param c.bn.bias float32 4
+buffer c.bn.mean float32 4
+buffer c.bn.var float32 4
+param d.weight float32 4
+param d.bias float32 4
+buffer d.mean float32 4
+buffer d.var float32 4
+node Conv x c.conv.weight -> h pads=1,1,1,1 @c.conv
+node BatchNormalization h c.bn.weight c.bn.bias c.bn.mean c.bn.var -> n @c.bn
+node LeakyRelu n -> r alpha=0.1 @c.bn.act
+node BatchNormalization r d.weight d.bias d.mean d.var -> n2 @d
+node LeakyRelu n2 -> r2 alpha=0.1 @act
+node Add r2 x -> s @blk
+node LeakyRelu s -> r3 alpha=0.1 @blk.act3
+output r3
+)";
+  CHECK(is_child_module("c.bn.act", "c.bn"));
+  CHECK_FALSE(is_child_module("c.bn.act", "c"));
+  CHECK_FALSE(is_child_module("c.bnx", "c.bn"));
+  CHECK(is_child_module("act", ""));
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze_text(text, cfg);
+  CHECK(outputs_allocated_by(a, "c.bn.act") == 0);   // overwrites c.bn's output
+  CHECK(outputs_allocated_by(a, "act") == 3);        // a sibling of d: one per iteration
+  CHECK(outputs_allocated_by(a, "blk.act3") == 3);   // after the block's Add
+}
+
+TEST_CASE("max pooling makes its int64 indices even when nothing needs a gradient") {
+  // CUDA's max_pool2d is max_pool2d_with_indices: a pool ahead of every parameter still
+  // allocates [batch, 1, 4, 4] int64 indices (128 B a sample) beside its output, freed as it
+  // returns (traces15 rnd7_11). Behind a convolution the indices are kept for backward.
+  const char* text = R"(
+opset 17
+input x float32 batch,1,8,8
+param fc.weight float32 4,16
+node MaxPool x -> y kernel_shape=2,2 strides=2,2 @pool
+node Flatten y -> f @flat
+node memest::Linear f fc.weight -> l @fc
+output l
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  const Bindings b = bind_dims(a, 8);
+  int temporaries = 0, kept = 0;
+  for (const Block& blk : a.program.blocks) {
+    if (blk.node < 0 || a.graph.nodes[blk.node].module != "pool") continue;
+    if (blk.category == Category::Temporaries) {
+      ++temporaries;
+      CHECK(blk.bytes.eval(b) == 8 * 128);
+    } else if (blk.bytes.eval(b) == 8 * 128) {
+      ++kept;
+    }
+  }
+  CHECK(temporaries == 3);  // one per iteration
+  CHECK(kept == 0);
+}
+
 TEST_CASE("softmax's backward temporary is a temporary, not a workspace cuDNN may do without") {
   // grad * result, after the input's gradient, freed at once; running out of memory
   // there fails the step (may_fail is for cuDNN's workspace requests only).

@@ -49,12 +49,14 @@ constexpr const char* kFamily = "activation";
 const OpInfo kOps[] = {
     {.op = "Relu", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A", .inplace = true,
      .note = "threshold_backward reads the result; in place after conv/batch norm"},
-    // Not taken as in place: nn.LeakyReLU(inplace=True) keeps its result, the default keeps
-    // its input beside the result the next layer reads, and no export says which ran (the
-    // dynamo exporter functionalizes leaky_relu_ too). The costlier is counted: rnd5_14
-    // (LeakyReLU(0.1) after a batch norm) was 16.5% under, one activation short.
+    // nn.LeakyReLU(inplace=True) keeps its result, the default keeps its input beside the
+    // result the next layer reads, and no export says which ran (the dynamo exporter
+    // functionalizes leaky_relu_ too). The costlier is counted (rnd5_14, LeakyReLU(0.1) after
+    // a batch norm, was 16.5% under, one activation short), except inside a norm layer that
+    // owns its activation (timm's norm_act layers build it with inplace=True).
     {.op = "LeakyRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
-     .note = "backward reads the input's sign; never taken as in place (its input is kept)"},
+     .inplace_when_owned = true,
+     .note = "backward reads the input's sign; in place only as a norm layer's own activation"},
     {.op = "PRelu", .family = kFamily, .shape = prelu, .autocast = Autocast::Lower, .saved_inputs = bits({0, 1}),
      .grads = "AA", .note = "keeps input and slope; on autocast's lower-precision list"},
     {.op = "Elu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",

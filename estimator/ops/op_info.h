@@ -124,6 +124,11 @@ struct OpInfo {
   /// CUDA kernel makes its mask (empty_like, bool) before its output (Dropout.cu;
   /// GPU traces of gpt_mini: the 1-byte mask, then the output).
   bool extras_first = false;
+  /// The saved extras are made even when nothing needs a gradient, and then freed as
+  /// the op returns: CUDA's max_pool2d is max_pool2d_with_indices, whose int64 indices
+  /// exist whatever autograd wants (traces15 rnd7_11: an up-sample then a max pool ahead
+  /// of every parameter, its indices allocated beside the output in it1's forward).
+  bool extras_without_grad = false;
   /// Memory a (graph) output keeps alive for as long as the output lives, beyond its own
   /// bytes; measured for mse_loss (see fused.cc).
   ExtraFn output_keeps = nullptr;
@@ -161,6 +166,15 @@ struct OpInfo {
   /// Measured: torchvision's in-place ReLU6 and Hardswish (Clip, HardSwish) keep
   /// their input apart all the same (mobilenet_v2 was 29% under when treated so).
   bool inplace = false;
+  /// As `inplace`, but only for an activation owned by the norm module that made its input: a
+  /// norm layer with its activation inside (timm's BatchNormAct2d and GroupNormAct build
+  /// `self.act` with inplace=True and apply it to the norm's output, so module `x.bn.act`
+  /// reads `x.bn`'s output). Elsewhere nothing in an export tells nn.LeakyReLU(inplace=True)
+  /// from the default, and the costlier, out-of-place case is counted. GPU trace of timm's
+  /// cspdarknet53 (traces15): no allocation for any BatchNormAct2d's LeakyReLU. Not after an
+  /// Add: timm's bottleneck `act3` (create_act_layer(act_layer), inplace left False) is a
+  /// child of the block that runs the residual add (cspresnet50 was 8.6% under so).
+  bool inplace_when_owned = false;
   /// Its backward never reads its output, so an in-place activation may overwrite it
   /// (convolution, batch norm: the conv-bn-relu block; an Add: a residual block's
   /// `out += identity; out = self.relu(out)`, where the GPU allocates for neither:

@@ -77,7 +77,8 @@ constexpr const char* kFamily = "pool";
 
 const OpInfo kOps[] = {
     {.op = "MaxPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .saved_extra = pool_indices,
-     .grads = "A", .note = "keeps its input and int64 indices of the output's size"},
+     .extras_without_grad = true, .grads = "A",
+     .note = "keeps its input and int64 indices of the output's size (made even without a gradient)"},
     {.op = "AveragePool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .grads = "A",
      .note = "keeps its input (avg_pool backward reads its shape and padding)"},
     {.op = "LpPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}),
@@ -86,7 +87,7 @@ const OpInfo kOps[] = {
     {.op = "GlobalAveragePool", .family = kFamily, .shape = global, .grads = "A",
      .note = "adaptive_avg_pool(1) runs as a mean: nothing kept"},
     {.op = "GlobalMaxPool", .family = kFamily, .shape = global, .saved_inputs = bits({0}), .saved_extra = pool_indices,
-     .grads = "A", .note = "adaptive_max_pool(1): keeps input and indices"},
+     .extras_without_grad = true, .grads = "A", .note = "adaptive_max_pool(1): keeps input and indices"},
     {.op = "GlobalLpPool", .family = kFamily, .shape = global, .saved_inputs = bits({0}),
      .saved_extra = lp_pool_intermediates, .grads = "A", .note = "lp_pool over the whole plane"},
     {.op = "MaxUnpool", .family = kFamily, .shape = max_unpool, .saved_inputs = bits({1}), .grads = "ANN",
