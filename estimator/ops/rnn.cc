@@ -169,17 +169,17 @@ constexpr const char* kFamily = "rnn";
 const OpInfo kOps[] = {
     {.op = "LSTM", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2, 3, 5, 6}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<5>,
-     .grads = "AAAANAAA", .fwd_workspace = cudnn_workspace, .workspace_first = true,
+     .grads = "AAAANAAA", .layout = Layout::Recurrent, .fwd_workspace = cudnn_workspace, .workspace_first = true,
      .bwd_data_workspace = cudnn_workspace,
      .bwd_workspace = cudnn_workspace, .note = "cuDNN LSTM: keeps input, weights, states, Y and a reserve of 5x Y"},
     {.op = "GRU", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2, 3, 5}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<6>,
-     .grads = "AAAANA", .fwd_workspace = cudnn_workspace, .workspace_first = true,
+     .grads = "AAAANA", .layout = Layout::Recurrent, .fwd_workspace = cudnn_workspace, .workspace_first = true,
      .bwd_data_workspace = cudnn_workspace,
      .bwd_workspace = cudnn_workspace, .note = "cuDNN GRU: keeps input, weights, state, Y and a reserve of 6x Y"},
     {.op = "RNN", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2, 3, 5}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<1>,
-     .grads = "AAAANA", .note = "cuDNN tanh/relu RNN: keeps input, weights, state, Y and a reserve the size of Y"},
+     .grads = "AAAANA", .layout = Layout::Recurrent, .note = "cuDNN tanh/relu RNN: keeps input, weights, state, Y and a reserve the size of Y"},
 };
 
 }  // namespace
