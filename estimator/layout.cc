@@ -78,7 +78,7 @@ bool is_channels_last(const std::vector<int8_t>& layout) { return layout == std:
 // Permute composes the perm with the input's layout; HeadsMajor is attention's output
 // (see below); Reshape is a view of a contiguous tensor or a contiguous copy; other
 // views keep the input's strides (marked unknown), other ops make contiguous tensors.
-std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* info, bool view, int in0,
+std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const OpInfo* info, bool view, int in0,
                                   const std::vector<std::vector<int8_t>>& layouts, DType out_run) {
   if (!info) return {};
   const Tensor* t = in0 >= 0 ? &g.tensors[in0] : nullptr;
@@ -114,6 +114,14 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* i
       const DType run = out_run;
       const bool flash = run == DType::F16 || run == DType::BF16;
       if (flash && in0 >= 0 && (layouts[in0].empty() || layouts[in0].size() == 4)) return layouts[in0];
+      return {0, 2, 1, 3};
+    }
+    case Layout::Recurrent: {
+      // cuDNN writes Y as [seq, batch, dirs * hidden] (RNN.cpp's _cudnn_rnn); ONNX's Y
+      // (layout 0) puts dirs before batch, and the exporter's Transpose(0, 2, 1, 3) +
+      // Reshape back to PyTorch's [seq, batch, dirs * hidden] is a view, not a copy.
+      const auto& s = g.tensors[out].shape;
+      if (n.outputs.empty() || out != n.outputs[0] || !s || s->size() != 4 || n.attr_int("layout", 0) != 0) return {};
       return {0, 2, 1, 3};
     }
     case Layout::Reshape:

@@ -386,7 +386,7 @@ class Builder : public StepMemory {
       const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
                          !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
                         (j == 0 && runs_in_place(n, info, eff, d));
-      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, info, view, in0, layout_, run_dtype_[n.outputs[0]]);
+      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[n.outputs[0]]);
       if (view) {
         out_blocks[j] = eff[0].block;
         ref(out_blocks[j]);

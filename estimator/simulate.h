@@ -147,9 +147,10 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
                                                    const Shape& out);
 /// A 4-D [N, C, H, W] tensor stored as N, H, W, C (torch.channels_last).
 bool is_channels_last(const std::vector<int8_t>& layout);
-/// The memory layout of node n's output (see Layout), given its inputs' (`layouts`,
-/// per tensor), whether it is a view of input 0 (`in0`), and the dtype output 0 runs in.
-std::vector<int8_t> output_layout(const Graph& g, const Node& n, const OpInfo* info, bool view, int in0,
+/// The memory layout of node n's output tensor `out` (see Layout), given its inputs'
+/// (`layouts`, per tensor), whether it is a view of input 0 (`in0`), and the dtype
+/// output 0 runs in.
+std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const OpInfo* info, bool view, int in0,
                                   const std::vector<std::vector<int8_t>>& layouts, DType out_run);
 
 /// Caching-allocator rounding of one request (512-byte blocks).

@@ -1,4 +1,4 @@
-// LSTM, GRU and RNN output shapes by direction and layout; the cuDNN reserve size.
+// LSTM, GRU and RNN output shapes by direction and layout; cuDNN's reserve and workspace.
 #include <doctest/doctest.h>
 
 #include "tests/ops_test_util.h"
@@ -80,18 +80,45 @@ TEST_CASE("rnn: an nn.LSTM of two layers is one cuDNN call: one reserve, one wor
   // and the inner Y that the second keeps as its X: 10 x 2,097,152 elements + 64.
   CHECK(extras(g, "y0") == "20971584:float32");
   CHECK(extras(g, "y1") == "");
-  // Workspace, stacked fp32 LSTM: 2 x (4.0002 + 0.023850 x 512) MiB = 33,997,769 bytes,
-  // plus round(6.1553 x 4) = 25 bytes per element of Y: 52,428,800. 86,426,569 bytes
-  // (82.4 MiB; 81.25 MiB measured for this call).
+  // Workspace, stacked fp32 LSTM: 2 pseudo-layers x 8.1322 MiB = 17,054,459 bytes, plus a
+  // copy of W and R (4 x 1,048,576 elements x 4 bytes = 16,777,216), plus round(6.1660 x 4)
+  // = 25 bytes per element of Y (52,428,800): 86,260,475 (82.3 MiB; 81.25 MiB measured).
   const OpInfo* lstm = find_op("", "LSTM");
   const Node& first = testing::producer(g, "y0");
   const Node& second = testing::producer(g, "y1");
-  CHECK(lstm->fwd_workspace(g, first, DType::F32, true, false).str() == "86426569");
-  CHECK(lstm->bwd_workspace(g, first, DType::F32, true, false).str() == "86426569");
+  CHECK(lstm->fwd_workspace(g, first, DType::F32, true, false).str() == "86260475");
+  CHECK(lstm->bwd_workspace(g, first, DType::F32, true, false).str() == "86260475");
   CHECK(lstm->fwd_workspace(g, second, DType::F32, true, false).is_zero());
-  // Under autocast it runs in fp16: 2 x (6.0002 + 0.011925 x 512) MiB = 25,387,702 bytes,
-  // plus 12 bytes per element (round(6.1553 x 2)): 50,553,526 (48.2 MiB; 48.63 measured).
-  CHECK(lstm->fwd_workspace(g, first, DType::F16, true, false).str() == "50553526");
+  // Under autocast it runs in fp16: 2 x 8.0661 MiB = 16,915,837 bytes, the weights in fp16
+  // (8,388,608), 12 bytes per element of Y (25,165,824): 50,470,269 (48.1 MiB; 48.63 measured).
+  CHECK(lstm->fwd_workspace(g, first, DType::F16, true, false).str() == "50470269");
+}
+
+TEST_CASE("rnn: a bidirectional layer is two pseudo-layers of cuDNN's workspace") {
+  // The legacy exporter's two-layer bidirectional GRU: layer 0's Y [seq, 2, batch, 64]
+  // transposed and reshaped into layer 1's X [seq, batch, 128].
+  Graph g = infer(R"(
+    input x float16 32,64,40
+    param w0 float16 2,192,40
+    param r0 float16 2,192,64
+    param w1 float16 2,192,128
+    param r1 float16 2,192,64
+    const to_x int64 3 = 0,0,-1
+    node GRU x w0 r0 -> y0 h0 hidden_size=64 direction=bidirectional linear_before_reset=1 @rnn
+    node Transpose y0 -> t0 perm=0,2,1,3 @rnn
+    node Reshape t0 to_x -> x1 @rnn
+    node GRU x1 w1 r1 -> y1 h1 hidden_size=64 direction=bidirectional linear_before_reset=1 @rnn
+  )");
+  CHECK(shape(g, "x1") == "[32, 64, 128]");
+  // 2 layers x 2 directions = 4 pseudo-layers x 8.0986 MiB = 33,967,990 bytes; W and R of
+  // both: 2 x 192 x (40 + 64 + 128 + 64) = 113,664 elements, 227,328 bytes in fp16; Y is
+  // 32 x 2 x 64 x 64 = 262,144 elements at round(5.2730 x 2) = 11 bytes: 2,883,584.
+  // 37,078,902 in all; counting each layer once (the earlier fit) gave 17,736,470.
+  const OpInfo* gru = find_op("", "GRU");
+  CHECK(gru->fwd_workspace(g, testing::producer(g, "y0"), DType::F16, true, false).str() == "37078902");
+  CHECK(gru->fwd_workspace(g, testing::producer(g, "y1"), DType::F16, true, false).is_zero());
+  // The reserve: (6 + 1) x 2 - 1 = 13 Y for the call, 12 on the first node.
+  CHECK(extras(g, "y0") == "3145856:float16");
 }
 
 TEST_CASE("rnn: a single layer keeps its own reserve and workspace") {
@@ -102,9 +129,10 @@ TEST_CASE("rnn: a single layer keeps its own reserve and workspace") {
     node LSTM x w r -> y hidden_size=256 @lstm
   )");
   CHECK(extras(g, "y") == "1310848:float16");  // 5 x 262,144 + 128
-  // One fp16 layer: 6.0005 + 0.011830 x 256 MiB = 9,467,571 bytes (fixed), plus
-  // round(22.0541 x 2) = 44 bytes x 262,144: 20.03 MiB (20.06 measured at batch 16, seq 64).
-  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).str() == "21001907");
+  // One fp16 layer: 8.0354 MiB = 8,425,727 bytes, W and R (2 x 1024 x 256 elements,
+  // 1,048,576 bytes), round(22.0566 x 2) = 44 bytes x 262,144: 21,008,639 (20.04 MiB;
+  // 20.06 measured at batch 16, seq 64).
+  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).str() == "21008639");
 }
 
 TEST_CASE("rnn: training facts") {

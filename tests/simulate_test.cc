@@ -777,6 +777,38 @@ output y
   CHECK(seq == std::vector<std::string>{"+act", "+ws", "+act", "-ws"});
 }
 
+TEST_CASE("a bidirectional RNN's Y, transposed and reshaped back to PyTorch's layout, is a view") {
+  // The legacy exporter writes Y [seq, 2, batch, hidden] and Transpose(0, 2, 1, 3) +
+  // Reshape back to [seq, batch, 2 * hidden], which is how cuDNN wrote it: no copy.
+  // Copies kept as layer 1's input had rnd7_72 8 MiB over at the end of forward.
+  const char* text = R"(
+opset 17
+input x float32 16,batch,32
+param w0 float32 2,256,32
+param r0 float32 2,256,64
+param w1 float32 2,256,128
+param r1 float32 2,256,64
+const to_x int64 3 = 0,0,-1
+node LSTM x w0 r0 -> y0 hidden_size=64 direction=bidirectional @rnn
+node Transpose y0 -> t0 perm=0,2,1,3 @rnn
+node Reshape t0 to_x -> x1 @rnn
+node LSTM x1 w1 r1 -> y1 hidden_size=64 direction=bidirectional @rnn
+node Transpose y1 -> t1 perm=0,2,1,3 @rnn
+node Reshape t1 to_x -> out @rnn
+output out
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  int reshape_outputs = 0;
+  for (const Block& b : a.program.blocks) {
+    reshape_outputs += b.node >= 0 && a.graph.nodes[b.node].op == "Reshape" && b.category == Category::Activations;
+  }
+  CHECK(reshape_outputs == 0);
+  // Each iteration allocates the two Ys and layer 0's reserve as activations.
+  CHECK(outputs_allocated_by(a, "rnn") == 3 * 3);
+}
+
 TEST_CASE("a convolution by a fixed weight (a buffer) keeps its input all the same") {
   // ConvolutionBackward0's one formula for input, weight and bias saves both tensors
   // whenever the node is recorded (autograd's code generator guards single-output

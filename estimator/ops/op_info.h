@@ -81,6 +81,9 @@ enum class Layout : uint8_t {
   Permute,    ///< a view whose dims are the input's permuted by `perm` (Transpose)
   Reshape,    ///< a view when the input is contiguous, else a contiguous copy
   HeadsMajor, ///< [B, H, T, D] stored as [B, T, H, D] (flash/memory-efficient attention output)
+  /// ONNX's recurrent Y, [seq, dirs, batch, hidden], stored as the [seq, batch, dirs *
+  /// hidden] that cuDNN writes and PyTorch returns; the other outputs are contiguous.
+  Recurrent,
   /// TensorIterator's: the memory order of the first input of the output's shape (a
   /// broadcast operand has no say); a channels-last x stays so through x * scale + y.
   Elementwise,
