@@ -234,6 +234,46 @@ def probe_rnn(torch, emit, deadline):
                         torch.cuda.empty_cache()
 
 
+def probe_rnn_grid(torch, emit, deadline, seed=1, count=240):
+    """cuDNN RNNs on a random grid (seeded): LSTM/GRU, 1-3 layers, one or two directions,
+    input size apart from the hidden size, fp32 and fp16. The fixed grid of probe_rnn has
+    one direction and input == hidden only; session 11 found stacked bidirectional calls
+    short. Same events per configuration as probe_rnn."""
+    import random
+    r = random.Random(seed)
+    for i in range(count):
+        if time.time() > deadline:
+            return
+        kind = r.choice(("LSTM", "GRU"))
+        layers = r.choice((1, 2, 3))
+        hidden = r.choice((32, 64, 96, 128, 192, 256, 384, 512, 768, 1024))
+        inp = r.choice((16, 40, 64, 80, 128, 256, 512, hidden))
+        bidir = r.random() < 0.5
+        n = r.choice((1, 2, 4, 8, 16, 32, 64))
+        t = r.choice((16, 32, 64, 128, 256))
+        dtype = r.choice(("float32", "float16"))
+        dt = getattr(torch, dtype)
+        built = []
+        try:
+            ev_init = _events(torch, lambda: built.append(getattr(torch.nn, kind)(
+                inp, hidden, num_layers=layers, bidirectional=bidir).cuda().to(dt)) or built[0])
+            rnn = built[0]
+            x = torch.randn((t, n, inp), device="cuda", dtype=dt, requires_grad=True)
+            ev_f = _events(torch, lambda: rnn(x))
+            y = rnn(x)[0]
+            gy = torch.randn_like(y)
+            ev_b = _events(torch, lambda: torch.autograd.grad(y, [x] + list(rnn.parameters()), gy,
+                                                              retain_graph=True))
+            emit({"kind": "rnn", "grid_seed": seed, "i": i, "rnn": kind, "layers": layers, "hidden": hidden,
+                  "input": inp, "bidirectional": bidir, "n": n, "t": t, "dtype": dtype,
+                  "init": ev_init, "fwd": ev_f, "bwd": ev_b})
+            del rnn, x, y, gy
+        except Exception as e:  # noqa: BLE001 - a probe that fails is recorded, not fatal
+            emit({"kind": "rnn", "grid_seed": seed, "i": i, "status": "%s: %s" % (type(e).__name__, str(e)[:200])})
+        built.clear()
+        torch.cuda.empty_cache()
+
+
 def trace_cases(torch, emit, cases, budget, deadline):
     """Whole-case allocation traces (alloc/free with addresses, segment events), under a cap.
 
@@ -277,7 +317,7 @@ def main(argv):
     ap.add_argument("--out", required=True, help="JSONL file to append to")
     ap.add_argument("--deadline", type=float, default=time.time() + 400, help="unix time to stop by")
     ap.add_argument("--parts", default="conv,grid,reduce,misc",
-                    help="any of conv,convcl (channels-last inputs),grid,reduce,misc,rnn,cases")
+                    help="any of conv,convcl (channels-last inputs),grid,reduce,misc,rnn,rnngrid,cases")
     ap.add_argument("--cases", default="", help="MODEL/CONFIG,... traced whole (part `cases`)")
     ap.add_argument("--budget", default="", help="cap for the traced cases, e.g. 24GiB")
     args = ap.parse_args(argv)
@@ -305,6 +345,9 @@ def main(argv):
         if "misc" in parts:
             probe_misc(torch, emit, args.deadline)
             print("misc done: %d rows" % n, flush=True)
+        if "rnngrid" in parts:
+            probe_rnn_grid(torch, emit, args.deadline)
+            print("rnngrid done: %d rows" % n, flush=True)
         if "rnn" in parts:
             probe_rnn(torch, emit, args.deadline)
             print("rnn done: %d rows" % n, flush=True)
