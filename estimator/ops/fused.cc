@@ -43,7 +43,11 @@ std::vector<SavedExtra> attention_extra(const Graph& g, const Node& n) {
 // (SafeSoftmaxBackward and the second bmm) and the repeated v; not q, k, v themselves
 // nor the output. GPU: llama_hf fp32 (traces5-h200-torch2.11.jsonl), 18 MiB a layer
 // more than the fused kernel keeps; a probe of F.scaled_dot_product_attention shows
-// the autograd chain (Bmm, SafeSoftmax, Add).
+// the autograd chain (Bmm, SafeSoftmax, Add). Half inputs are upcast first: the math
+// backend computes in fp32 for accuracy (_scaled_dot_product_attention_math: query_acc =
+// query.to(kFloat) for half and bfloat16), so all four are fp32 under autocast too. GPU:
+// falcon fp16 (broadcast k, v; traces16), 8 MiB of fp32 softmax and three 2 MiB fp32
+// q/k/v copies a layer where half sizes gave half of that.
 std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
   const auto& q = g.tensors[n.inputs[0]].shape;
   const auto& k = g.tensors[n.inputs[1]].shape;
@@ -53,19 +57,19 @@ std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
   const Expr tq = (*q)[q->size() - 2], tk = (*k)[k->size() - 2];
   const Expr d = q->back(), dv = v->back();
   const Expr rows = product(lead);
-  return {{rows * tq * d, DType::F32, "q * sqrt(scale)", true},
-          {rows * tk * d, DType::F32, "k repeated to q's heads, scaled", true},
-          {rows * tq * tk, DType::F32, "softmax of the scores", true},
-          {rows * tk * dv, DType::F32, "v repeated to q's heads", true}};
+  return {{rows * tq * d, DType::F32, "q * sqrt(scale), fp32"},
+          {rows * tk * d, DType::F32, "k repeated to q's heads, scaled, fp32"},
+          {rows * tq * tk, DType::F32, "softmax of the scores, fp32"},
+          {rows * tk * dv, DType::F32, "v repeated to q's heads, fp32"}};
 }
 
-// Its backward: the softmax's gradient and the scores' (two [.., H, Tq, Tk] at once).
-Expr attention_math_bwd(const Graph& g, const Node& n, DType run, bool, bool) {
+// Its backward: the softmax's gradient and the scores' (two fp32 [.., H, Tq, Tk] at once).
+Expr attention_math_bwd(const Graph& g, const Node& n, DType, bool, bool) {
   const auto& q = g.tensors[n.inputs[0]].shape;
   const auto& k = g.tensors[n.inputs[1]].shape;
   if (!q || !k || q->size() < 2 || k->size() < 2) return Expr(0);
   Shape rows(q->begin(), q->end() - 1);  // [.., H, Tq]
-  return Expr(2 * dtype_size(run)) * product(rows) * (*k)[k->size() - 2];
+  return Expr(2 * dtype_size(DType::F32)) * product(rows) * (*k)[k->size() - 2];
 }
 
 // Which backend scaled_dot_product_attention takes: grouped k and v (fuse.cc's `gqa`)
