@@ -70,6 +70,9 @@ class FreePool {
     member_[k.id] = k.size;
   }
 
+  /// Makes room for ids below n.
+  void reserve(size_t n) { member_.reserve(n); }
+
   /// Erases k when present.
   void erase(const Key& k) {
     if (!is_member(k.id, k.size)) return;
@@ -217,6 +220,15 @@ class Model {
     pool.insert(key(b));
   }
 
+  /// Makes room for n blocks. A replay makes about 0.85 of a block per request (a
+  /// segment or a split); growing there copied the array over and over, and faulted
+  /// fresh pages in each time (a tenth of a replay).
+  void reserve(size_t n) {
+    blocks_.reserve(n);
+    small_.reserve(n);
+    large_.reserve(n);
+  }
+
   int64_t block_size(int b) const { return blocks_[b].size; }
   int64_t peak_reserved() const { return peak_reserved_; }
   bool released_cache() const { return released_; }
@@ -264,6 +276,7 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
                                  bool locate) {
   const std::vector<int64_t> size = block_sizes(p, b, round);
   Model m(limit);
+  m.reserve(p.blocks.size());
   std::vector<int> where(p.blocks.size(), -1);
   std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
   AllocatorResult r;
