@@ -285,7 +285,11 @@ class Model {
 
 AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round, std::optional<int64_t> limit,
                                  bool locate) {
-  const std::vector<int64_t> size = block_sizes(p, b, round);
+  return replay_allocator(p, block_sizes(p, b, round), limit, locate);
+}
+
+AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
+                                 bool locate) {
   Model m(limit);
   m.reserve(p.blocks.size());
   std::vector<int> where(p.blocks.size(), -1);
