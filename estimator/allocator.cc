@@ -35,6 +35,9 @@ using Address = std::pair<int64_t, int64_t>;
 // A block id is in the pool under one size at a time.
 class FreePool {
  public:
+  /// `member` is shared by the pools of one allocator: a block id is only ever in one.
+  explicit FreePool(std::vector<int64_t>& member) : member_(member) {}
+
   struct Key {
     int64_t size;
     int id;
@@ -70,9 +73,6 @@ class FreePool {
     if (static_cast<size_t>(k.id) >= member_.size()) member_.resize(static_cast<size_t>(k.id) + 1, -1);
     member_[k.id] = k.size;
   }
-
-  /// Makes room for ids below n.
-  void reserve(size_t n) { member_.reserve(n); }
 
   /// Erases k when present.
   void erase(const Key& k) {
@@ -149,7 +149,7 @@ class FreePool {
   std::vector<Bucket> buckets_;           // one per distinct size present, ascending
   std::vector<std::vector<Entry>> heaps_;  // by slot
   std::vector<int> spare_;                // slots of emptied heaps, reused for new sizes
-  std::vector<int64_t> member_;           // per block id: the size it is free under, or -1
+  std::vector<int64_t>& member_;          // per block id: the size it is free under, or -1
 };
 
 struct Blk {
@@ -164,7 +164,7 @@ struct Blk {
 class Model {
  public:
   explicit Model(std::optional<int64_t> limit, SegmentOrder order = SegmentOrder::NewestFirst)
-      : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst) {}
+      : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst), small_(member_), large_(member_) {}
 
   // Returns the block id, or -1 when out of memory.
   int malloc(int64_t size, int64_t segment_address = -1) {
@@ -236,8 +236,7 @@ class Model {
   /// fresh pages in each time (a tenth of a replay).
   void reserve(size_t n) {
     blocks_.reserve(n);
-    small_.reserve(n);
-    large_.reserve(n);
+    member_.reserve(n);
   }
 
   int64_t block_size(int b) const { return blocks_[b].size; }
@@ -276,6 +275,7 @@ class Model {
   std::vector<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
+  std::vector<int64_t> member_;  // the pools' (declared before them: they keep a reference)
   FreePool small_, large_;
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
