@@ -5,12 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <malloc.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/heap.h"
 #include "cli/options.h"
 #include "estimator/error.h"
 
@@ -90,27 +89,6 @@ std::string usage() {
   return s;
 }
 
-// The heap in 2 MiB pages. A cold process faults its memory in page by page: at 10k
-// nodes ~7,300 faults, a sixth of the process. Asked for transparent huge pages
-// (MADV_HUGEPAGE, which "madvise" mode, Debian's default, honours) it takes ~700.
-// The heap is grown once, by MEMEST_HEAP_PAD, and that range is advised; big arrays
-// stay in the heap (below 32 MiB) instead of mmap, so they get huge pages too.
-// Where the kernel has no THP the advice is a no-op.
-void huge_page_heap() {
-  const char* pad = getenv("MEMEST_HEAP_PAD");
-  const long mib = pad ? atol(pad) : 64;
-  if (mib <= 0) return;
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TOP_PAD, static_cast<int>(mib << 20));
-  void* p = malloc(1 << 20);  // more than the heap has: malloc grows it now, by the pad
-  if (!p) return;
-  const uintptr_t huge = uintptr_t{2} << 20;
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + huge - 1) & ~(huge - 1);
-  free(p);
-  const uintptr_t hi = reinterpret_cast<uintptr_t>(sbrk(0)) & ~(huge - 1);
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-}
-
 // A first argument that names no file and looks like a word, not a path: a
 // misspelt subcommand ("swep"), not a model.
 bool looks_like_command(const std::string& arg) {
@@ -122,7 +100,7 @@ bool looks_like_command(const std::string& arg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  huge_page_heap();
+  memest::huge_page_heap();
   std::vector<std::string> args = memest::normalize_args(argc, argv);
   if (args.size() < 2 || args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
     std::cout << usage();

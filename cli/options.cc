@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "cli/heap.h"
 #include "estimator/error.h"
 #include "estimator/lora.h"
 #include "estimator/spellings.h"
@@ -142,6 +143,7 @@ const Analysis& load_and_analyze(const CommonOptions& o, const std::string& free
   // Options first: a bad --dim is reported before the model is read.
   AnalysisOptions ao = analysis_options(o, free_dim);
   static std::vector<std::unique_ptr<Analysis>> kept;  // never destroyed: see main()
+  reserve_heap_for(o.model);
   kept.push_back(std::make_unique<Analysis>(analyze(load_graph(o), ao)));
   return *kept.back();
 }

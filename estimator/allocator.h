@@ -39,6 +39,9 @@ enum class SegmentOrder { NewestFirst, OldestFirst };
 /// no more, and following phases and categories is a tenth of a replay.
 AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t round = 512,
                                  std::optional<int64_t> limit = std::nullopt, bool locate = true);
+/// The same, for sizes block_sizes(p, b, round) has evaluated.
+AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size,
+                                 std::optional<int64_t> limit = std::nullopt, bool locate = true);
 
 /// One request of a raw sequence: an allocation of `size` bytes (already rounded as
 /// the allocator rounds) under the caller's `id`, or the free of that id. A request

@@ -367,8 +367,9 @@ Estimate estimate(const Analysis& /*a*/, int64_t batch, Bindings b, AllocatorRes
 bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
   const Bindings b = bind_dims(a, batch, free_value);
   try {
-    if (committed_peak(a.program, b, a.train.target->alloc_round) > budget) return false;
-    const AllocatorResult capped = replay_allocator(a.program, b, a.train.target->alloc_round, budget, /*locate=*/false);
+    const std::vector<int64_t> size = block_sizes(a.program, b, a.train.target->alloc_round);
+    if (committed_peak(a.program, size) > budget) return false;
+    const AllocatorResult capped = replay_allocator(a.program, size, budget, /*locate=*/false);
     if (capped.out_of_memory) return false;
     // Until the cap makes it empty its cache, the capped allocator does what the
     // uncapped one does, so its peak is the one estimate() reports.

@@ -86,7 +86,10 @@ PeakResult evaluate(const Program& p, const Bindings& b, int64_t round) {
 }
 
 int64_t committed_peak(const Program& p, const Bindings& b, int64_t round) {
-  const std::vector<int64_t> size = block_sizes(p, b, round);
+  return committed_peak(p, block_sizes(p, b, round));
+}
+
+int64_t committed_peak(const Program& p, const std::vector<int64_t>& size) {
   int64_t total = 0, peak = 0;
   for (const Event& ev : p.events) {
     if (p.blocks[ev.block].may_fail) continue;

@@ -164,6 +164,9 @@ PeakResult evaluate(const Program& p, const Bindings& b, int64_t round = 512);
 /// bytes at once, so a budget below this peak certainly runs out of memory: a batch
 /// search rejects such a batch without replaying the allocator.
 int64_t committed_peak(const Program& p, const Bindings& b, int64_t round = 512);
+/// The same, for sizes block_sizes() has evaluated (a search probe shares them with
+/// the replay that follows).
+int64_t committed_peak(const Program& p, const std::vector<int64_t>& size);
 
 /// Blocks alive right after event `event` (the peak's, say), in allocation order.
 std::vector<int> live_blocks(const Program& p, size_t event);
