@@ -24,6 +24,7 @@
 #include "estimator/ops/registry.h"
 #include "frontends/onnx_schema.h"
 #include "frontends/dynamo_repair.h"
+#include "frontends/fx_node.h"
 #include "frontends/scope_repair.h"
 #include "frontends/onnx_views.h"
 #include "frontends/pystack.h"
@@ -381,6 +382,16 @@ class Lowering {
       const std::string_view trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
       if (!trace.empty()) node.py_stack = stacks_.read(trace, ns);
       node.call = aten_call(ns);
+      // The exporter's scaled_dot_product_attention drops dropout_p from the graph; the
+      // FX call still says it (fuse.cc gives it to the Attention it builds).
+      if (ns.find("scaled_dot_product_attention") != std::string_view::npos) {
+        if (const auto p = fx_sdpa_dropout(node_metadata(n, "pkg.torch.onnx.fx_node")); p && *p > 0) {
+          Attribute a;
+          a.kind = Attribute::Float;
+          a.f = *p;
+          node.attrs["sdpa_dropout_p"] = a;
+        }
+      }
     }
     // Outside inlined functions (nearly always) a name is the tensor's own.
     const bool as_is = prefix.empty() && rename.empty();

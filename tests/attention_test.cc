@@ -85,6 +85,19 @@ TEST_CASE("attention: grouped k and v in fp32 run the math backend, which keeps 
   CHECK(attention_allocs(analyze_gqa(Amp::None), 2) == std::vector<int64_t>{512, 512, 512, 2048, 512});
 }
 
+TEST_CASE("attention: the math backend with dropout also keeps the dropped softmax and its mask") {
+  // The dynamo exporter drops scaled_dot_product_attention's dropout_p from the graph; the
+  // reader puts the FX call's value on the softmax (sdpa_dropout_p). Batch 2, fp32: as
+  // above, then the dropped softmax [2, 4, 8, 8] fp32 (2048 B) and the bool mask (512 B).
+  std::string text = kGqa;
+  const std::string sm = "node Softmax scores -> p axis=-1 @attn";
+  text.replace(text.find(sm), sm.size(), sm + " sdpa_dropout_p=0.1");
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  const Analysis a = analyze(read_text_graph(text), o);
+  CHECK(attention_allocs(a, 2) == std::vector<int64_t>{512, 512, 512, 2048, 512, 2048, 512});
+}
+
 TEST_CASE("attention: grouped k and v in half run the fused kernel on the unrepeated k and v") {
   // Batch 2 under fp16 autocast: half copies of q (256 B) and of the 2-head k and v
   // (128 B each, not repeated), the output (256 B), logsumexp [2, 4, 8] fp32 (256 B).

@@ -57,10 +57,19 @@ std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
   const Expr tq = (*q)[q->size() - 2], tk = (*k)[k->size() - 2];
   const Expr d = q->back(), dv = v->back();
   const Expr rows = product(lead);
-  return {{rows * tq * d, DType::F32, "q * sqrt(scale), fp32"},
-          {rows * tk * d, DType::F32, "k repeated to q's heads, scaled, fp32"},
-          {rows * tq * tk, DType::F32, "softmax of the scores, fp32"},
-          {rows * tk * dv, DType::F32, "v repeated to q's heads, fp32"}};
+  std::vector<SavedExtra> kept = {{rows * tq * d, DType::F32, "q * sqrt(scale), fp32"},
+                                   {rows * tk * d, DType::F32, "k repeated to q's heads, scaled, fp32"},
+                                   {rows * tq * tk, DType::F32, "softmax of the scores, fp32"},
+                                   {rows * tk * dv, DType::F32, "v repeated to q's heads, fp32"}};
+  // With dropout it runs at::dropout on the softmax: the dropped copy (read by the bmm
+  // with v) and native_dropout's bool mask are kept too. sdpa-probe, fp32 with grouped
+  // k and v: 10 MiB more with dropout 0.1 than without, one fp32 and one bool [16, 8,
+  // 128, 128]; traces16 gpt_bigcode fp32: two 16 MiB fp32 score tensors a layer.
+  if (n.attr_float("dropout", 0) > 0) {
+    kept.push_back({rows * tq * tk, DType::F32, "dropped softmax, fp32"});
+    kept.push_back({rows * tq * tk, DType::Bool, "dropout mask"});
+  }
+  return kept;
 }
 
 // Its backward: the softmax's gradient and the scores' (two fp32 [.., H, Tq, Tk] at once).

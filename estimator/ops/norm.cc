@@ -2,6 +2,8 @@
 // the statistics and masks autograd keeps, which live in saved_extra.
 #include <cstring>
 
+#include <optional>
+
 #include "estimator/ops/registry.h"
 #include "estimator/ops/shape_util.h"
 
@@ -204,27 +206,6 @@ std::vector<SavedExtra> lp_norm_stats(const Graph& g, const Node& n) {
   return {stat(*rows, "norm"), stat(*rows, "clamped norm")};
 }
 
-// Whether the Dropout drops anything in the simulated training step. The ratio is
-// an attribute before opset 12 and input 1 after; input 2 says training_mode.
-// When neither is known, a mask output means the graph was exported in training mode.
-bool dropout_active(const Graph& g, const Node& n) {
-  std::optional<double> ratio;
-  if (g.opset < 12) {
-    ratio = n.attr_float("ratio", 0.5);
-  } else if (!n.has_input(1)) {
-    ratio = 0.5;
-  } else if (const auto& f = g.tensors[n.inputs[1]].fvalue; f && f->size() == 1) {
-    ratio = (*f)[0];
-  }
-  if (ratio && *ratio <= 0) return false;
-  if (n.has_input(2)) {
-    const Tensor& t = g.tensors[n.inputs[2]];
-    if (t.value && t.value->size() == 1 && (*t.value)[0].is_const()) return !(*t.value)[0].is_zero();
-    if (t.fvalue && t.fvalue->size() == 1) return (*t.fvalue)[0] != 0;
-  }
-  return n.outputs.size() > 1 && n.outputs[1] >= 0;
-}
-
 // native_dropout keeps a bool mask of the input's size.
 std::vector<SavedExtra> dropout_mask(const Graph& g, const Node& n) {
   const Shape* x = input_shape(g, n, 0);
@@ -271,6 +252,27 @@ const OpInfo kOps[] = {
 };
 
 }  // namespace
+
+// The ratio is an attribute before opset 12 and input 1 after (0.5 when absent); input 2
+// says training_mode. When neither is known, a mask output means the graph was exported
+// in training mode.
+std::optional<double> dropout_ratio(const Graph& g, const Node& n) {
+  if (g.opset < 12) return n.attr_float("ratio", 0.5);
+  if (!n.has_input(1)) return 0.5;
+  if (const auto& f = g.tensors[n.inputs[1]].fvalue; f && f->size() == 1) return (*f)[0];
+  return std::nullopt;
+}
+
+bool dropout_active(const Graph& g, const Node& n) {
+  const std::optional<double> ratio = dropout_ratio(g, n);
+  if (ratio && *ratio <= 0) return false;
+  if (n.has_input(2)) {
+    const Tensor& t = g.tensors[n.inputs[2]];
+    if (t.value && t.value->size() == 1 && (*t.value)[0].is_const()) return !(*t.value)[0].is_zero();
+    if (t.fvalue && t.fvalue->size() == 1) return (*t.fvalue)[0] != 0;
+  }
+  return n.outputs.size() > 1 && n.outputs[1] >= 0;
+}
 
 OpTable norm_ops() { return {kOps, sizeof(kOps) / sizeof(kOps[0])}; }
 

@@ -1,6 +1,7 @@
 // The op registry: every op family's table, looked up by (domain, op type).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,10 @@ bool module_disables_autocast(std::string_view module_class);
 /// Whether a module class's forward keeps its submodules' results in local variables
 /// until it returns (ops/modules.cc; frames.h).
 bool module_keeps_locals(std::string_view module_class);
+/// A Dropout node's ratio when the graph says it (ops/norm.cc), and whether it drops
+/// anything in the simulated training step (ratio > 0, training mode).
+std::optional<double> dropout_ratio(const Graph& g, const Node& n);
+bool dropout_active(const Graph& g, const Node& n);
 
 // Each family file defines one of these; registry.cc lists them all.
 struct OpTable {

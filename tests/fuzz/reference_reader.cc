@@ -22,6 +22,7 @@
 
 #include "estimator/error.h"
 #include "estimator/ops/registry.h"
+#include "frontends/fx_node.h"
 #include "frontends/dynamo_repair.h"
 #include "frontends/scope_repair.h"
 #include "frontends/onnx_reader.h"
@@ -363,6 +364,14 @@ class Lowering {
     if (node.module.empty()) node.module = outer_module;
     const std::string trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
     if (!trace.empty()) node.py_stack = stacks_.read(trace, node_metadata(n, "namespace"));
+    if (node_metadata(n, "namespace").find("scaled_dot_product_attention") != std::string::npos) {
+      if (const auto p = fx_sdpa_dropout(node_metadata(n, "pkg.torch.onnx.fx_node")); p && *p > 0) {
+        Attribute a;
+        a.kind = Attribute::Float;
+        a.f = *p;
+        node.attrs["sdpa_dropout_p"] = a;
+      }
+    }
     // Outside inlined functions (nearly always) a name is the tensor's own, and a new
     // tensor takes it from the message.
     const bool as_is = prefix.empty() && rename.empty();

@@ -1,0 +1,19 @@
+// The dynamo exporter's "pkg.torch.onnx.fx_node" metadata: the FX call a node came from,
+// e.g. "%sdpa : [num_users=1] = call_function[target=torch.ops.aten.scaled_dot_product_attention.default](
+// args = (%q, %k, %v, %mask, 0.1), kwargs = {scale: 0.125})". Some arguments never reach the
+// ONNX graph (the exporter's scaled_dot_product_attention drops dropout_p); they are read here.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace memest {
+
+/// The numeric argument of the FX call at `position` (0-based, positional) or named
+/// `keyword`; nullopt when the call has neither or it is not a number (a %tensor, None).
+std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, std::string_view keyword);
+
+/// scaled_dot_product_attention's dropout_p (5th argument) when `fx_node` is that call.
+std::optional<double> fx_sdpa_dropout(std::string_view fx_node);
+
+}  // namespace memest
