@@ -162,6 +162,10 @@ memest_matrix(matrix-blind3-h200-torch2.11 SETS sample9 random5)
 # Its end-of-session blind sample (sample seed 10, random seeds 6-7; seed 7 was not
 # exported), compared once (blind4-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind4-h200-torch2.11 SETS sample10 random67)
+# Session 11's end-of-session blind sample (sample seed 11 and random seed 8; random seed 9
+# in a second archive), compared once (blind5-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind5-h200-torch2.11 SETS sample11 random8)
+memest_matrix(matrix-blind5b-h200-torch2.11 SETS random9)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
