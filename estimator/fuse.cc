@@ -347,8 +347,7 @@ class Fuser {
     }
     // Forward: [NaN guard] [Dropout] [Cast] then the MatMul with v.
     int p = sm.outputs[0];
-    // A dynamo export loses scaled_dot_product_attention's dropout_p; the reader kept it.
-    double dropout = sm.attr_float("sdpa_dropout_p", 0);
+    double dropout = sm.attr_float("sdpa_dropout_p", 0);  // kept by the reader (fx_node.h)
     p = strip_nan_guard(p, dead);
     for (int guard = 0; guard < 3; ++guard) {
       int c = only_consumer(p);
@@ -389,8 +388,7 @@ class Fuser {
         return;
       }
       if (cn.op == "Dropout" || cn.op == "Cast" || cn.op == "Identity") {
-        // The rate matters to the math backend only (it keeps the dropped softmax and
-        // the mask); 0.5 stands for an active dropout whose rate the graph does not say.
+        // Only the math backend's memory depends on it; 0.5: active, rate not in the graph.
         if (cn.op == "Dropout" && dropout_active(g_, cn)) dropout = dropout_ratio(g_, cn).value_or(0.5);
         dead.push_back(c);
         p = cn.outputs[0];

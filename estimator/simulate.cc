@@ -12,6 +12,7 @@
 #include "estimator/error.h"
 #include "estimator/finetune.h"
 #include "estimator/frames.h"
+#include "estimator/inplace.h"
 #include "estimator/ops/registry.h"
 #include "estimator/optimizer.h"
 #include "estimator/parallel.h"
@@ -385,7 +386,7 @@ class Builder : public StepMemory {
       }
       const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
                          !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
-                        (j == 0 && runs_in_place(n, info, eff, d));
+                        (j == 0 && runs_in_place(g_, n, info, eff, d, facts_, info_));
       layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[n.outputs[0]]);
       if (view) {
         out_blocks[j] = eff[0].block;
@@ -512,20 +513,6 @@ class Builder : public StepMemory {
     }
     for (int b : temps) unref(b);
     for (int b : out_blocks) unref(b);
-  }
-
-  // An in-place activation (OpInfo::inplace) overwrites its input, in the same dtype,
-  // when only it reads that input and the input's producer never reads its own output.
-  // A frontend that knows (TorchScript's relu_) says so with the attribute inplace=1.
-  bool runs_in_place(const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out) const {
-    if (!info || !(info->inplace || info->inplace_when_owned)) return false;
-    if (eff.empty() || eff[0].cast || eff[0].block < 0 || eff[0].dtype != out) return false;
-    const TensorFacts& in = facts_[eff[0].tensor];
-    if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
-    if (n.attr_int("inplace", 0) == 1) return true;
-    const OpInfo* made_by = info_[in.producer];
-    if (!made_by || !made_by->overwritable_output) return false;
-    return info->inplace || (std::string_view(made_by->family) == "norm" && is_child_module(n.module, g_.nodes[in.producer].module));
   }
 
   // ---- backward ------------------------------------------------------------------

@@ -7,8 +7,10 @@
 #include "estimator/allocator.h"
 #include "estimator/analysis.h"
 #include "frontends/text_reader.h"
+#include "tests/simulate_test_util.h"
 
 using namespace memest;
+using namespace memest::testing;
 
 namespace {
 
@@ -24,21 +26,6 @@ node Relu h -> r @act
 node memest::Linear r fc2.weight fc2.bias -> out @fc2
 output out
 )";
-
-Analysis analyze_text(const char* text, TrainConfig cfg) {
-  AnalysisOptions o;
-  o.train = cfg;
-  return analyze(read_text_graph(text), o);
-}
-
-// How many activation blocks (outputs) the nodes of `module` allocated, over all iterations.
-int outputs_allocated_by(const Analysis& a, const char* module) {
-  int count = 0;
-  for (const Block& b : a.program.blocks) {
-    if (b.node >= 0 && a.graph.nodes[b.node].module == module && b.category == Category::Activations) ++count;
-  }
-  return count;
-}
 
 int64_t sum(const std::array<int64_t, kCategoryCount>& c) { return std::accumulate(c.begin(), c.end(), int64_t{0}); }
 int64_t comp(const PeakResult& p, Category c) { return p.components[static_cast<size_t>(c)]; }
@@ -313,119 +300,6 @@ TEST_CASE("a batch probe answers what estimating and replaying under the cap ans
       CHECK_MESSAGE(fits_budget(a, batch, budget) == slow, "batch ", batch, " budget ", budget);
     }
   }
-}
-
-TEST_CASE("a ReLU after a convolution or batch norm runs in place; after a linear layer it allocates") {
-  // torchvision's conv-bn-relu blocks use nn.ReLU(inplace=True): the ReLU overwrites the
-  // batch norm's output, which batch norm's backward never reads. A ReLU on a Linear's
-  // output (nn.TransformerEncoderLayer's F.relu), or on a tensor read twice, allocates.
-  const char* text = R"(
-opset 17
-input x float32 batch,3,8,8
-param c.weight float32 4,3,3,3
-param bn.weight float32 4
-param bn.bias float32 4
-buffer bn.mean float32 4
-buffer bn.var float32 4
-param fc.weight float32 16,256
-node Conv x c.weight -> h pads=1,1,1,1 @c
-node BatchNormalization h bn.weight bn.bias bn.mean bn.var -> n @bn
-node Relu n -> r @relu1
-node Flatten r -> f @flat
-node memest::Linear f fc.weight -> l @fc
-node Relu l -> r2 @relu2
-node Relu h -> r3 @relu3
-node Add r2 r2 -> s @sum
-output s
-output r3
-)";
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  Analysis a = analyze_text(text, cfg);
-  CHECK(outputs_allocated_by(a, "relu1") == 0);  // in place on batch norm's output
-  CHECK(outputs_allocated_by(a, "relu2") == 3);  // on a Linear's output: one per iteration
-  CHECK(outputs_allocated_by(a, "relu3") == 3);  // the conv's output is also read by batch norm
-  // In place, the ReLU's output is batch norm's block: [batch, 4, 8, 8] fp32, 1024 B per
-  // sample, which the Linear keeps anyway (through the Flatten view). So in forward the
-  // in-place ReLU costs nothing: without it, each iteration's forward peaks at the same
-  // bytes. (Its backward does allocate: threshold_backward writes a new gradient.)
-  std::string without(text);
-  without.replace(without.find("node Relu n -> r @relu1\n"), std::string("node Relu n -> r @relu1\n").size(), "");
-  without.replace(without.find("node Flatten r -> f"), std::string("node Flatten r -> f").size(), "node Flatten n -> f");
-  const Analysis b = analyze_text(without.c_str(), cfg);
-  for (int64_t batch : {2, 64}) {
-    const PeakResult with_relu = estimate(a, batch).peak, no_relu = estimate(b, batch).peak;
-    REQUIRE(with_relu.phases.size() == no_relu.phases.size());
-    int forwards = 0;
-    for (size_t i = 0; i < with_relu.phases.size(); ++i) {
-      if (with_relu.phases[i].phase != Phase::Forward) continue;
-      ++forwards;
-      CHECK(with_relu.phases[i].peak == no_relu.phases[i].peak);
-    }
-    CHECK(forwards == 3);
-  }
-}
-
-TEST_CASE("a ReLU after a residual Add runs in place, unless the sum is read again") {
-  // torchvision's residual blocks: out += identity; out = self.relu(out) (inplace=True).
-  // The GPU allocates for neither (traces7 regnet_y_400mf, traces9 resnext50_32x4d); the
-  // Add's backward never reads its output, so the ReLU may overwrite it. A sum that is
-  // also the next block's shortcut stays apart.
-  const char* text = R"(
-opset 17
-input x float32 batch,4,8,8
-param c.weight float32 4,4,3,3
-node Conv x c.weight -> h pads=1,1,1,1 @c
-node Add h x -> s @blk
-node Relu s -> r @relu1
-node Add r x -> s2 @blk2
-node Relu s2 -> r2 @relu2
-node Add r2 s2 -> out @tail
-output out
-)";
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  Analysis a = analyze_text(text, cfg);
-  CHECK(outputs_allocated_by(a, "relu1") == 0);  // in place on the sum
-  CHECK(outputs_allocated_by(a, "relu2") == 3);  // s2 is also read by the tail's Add
-}
-
-TEST_CASE("LeakyReLU runs in place only as its norm module's own activation") {
-  // timm's BatchNormAct2d builds `self.act` with inplace=True and applies it to the norm's
-  // output (module x.bn.act after x.bn): no allocation (cspdarknet53's GPU trace). A sibling
-  // LeakyReLU (nn.LeakyReLU() in a Sequential, inplace=False by default) and a block's
-  // activation after its residual Add (timm's act3, inplace left False) allocate.
-  const char* text = R"(
-opset 17
-input x float32 batch,4,8,8
-param c.conv.weight float32 4,4,3,3
-param c.bn.weight float32 4
-param c.bn.bias float32 4
-buffer c.bn.mean float32 4
-buffer c.bn.var float32 4
-param d.weight float32 4
-param d.bias float32 4
-buffer d.mean float32 4
-buffer d.var float32 4
-node Conv x c.conv.weight -> h pads=1,1,1,1 @c.conv
-node BatchNormalization h c.bn.weight c.bn.bias c.bn.mean c.bn.var -> n @c.bn
-node LeakyRelu n -> r alpha=0.1 @c.bn.act
-node BatchNormalization r d.weight d.bias d.mean d.var -> n2 @d
-node LeakyRelu n2 -> r2 alpha=0.1 @act
-node Add r2 x -> s @blk
-node LeakyRelu s -> r3 alpha=0.1 @blk.act3
-output r3
-)";
-  CHECK(is_child_module("c.bn.act", "c.bn"));
-  CHECK_FALSE(is_child_module("c.bn.act", "c"));
-  CHECK_FALSE(is_child_module("c.bnx", "c.bn"));
-  CHECK(is_child_module("act", ""));
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  Analysis a = analyze_text(text, cfg);
-  CHECK(outputs_allocated_by(a, "c.bn.act") == 0);   // overwrites c.bn's output
-  CHECK(outputs_allocated_by(a, "act") == 3);        // a sibling of d: one per iteration
-  CHECK(outputs_allocated_by(a, "blk.act3") == 3);   // after the block's Add
 }
 
 TEST_CASE("max pooling makes its int64 indices even when nothing needs a gradient") {

@@ -1,0 +1,20 @@
+#include "estimator/inplace.h"
+
+#include <string_view>
+
+namespace memest {
+
+bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out,
+                   std::span<const TensorFacts> facts, std::span<const OpInfo* const> infos) {
+  if (!info || !(info->inplace || info->inplace_when_owned)) return false;
+  if (eff.empty() || eff[0].cast || eff[0].block < 0 || eff[0].dtype != out) return false;
+  const TensorFacts& in = facts[eff[0].tensor];
+  if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
+  if (n.attr_int("inplace", 0) == 1) return true;
+  const OpInfo* made_by = infos[in.producer];
+  if (!made_by || !made_by->overwritable_output) return false;
+  return info->inplace ||
+         (std::string_view(made_by->family) == "norm" && is_child_module(n.module, g.nodes[in.producer].module));
+}
+
+}  // namespace memest
