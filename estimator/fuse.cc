@@ -337,7 +337,8 @@ class Fuser {
     int q = strip_scale(m1->inputs[0], dead);
     const size_t before_k = dead.size();
     int kt = strip_scale(m1->inputs[1], dead);
-    if (dead.size() == before_k || before_k == before_q) return;
+    const bool from_sdpa = sm.attr_int("from_sdpa", 0) == 1;  // the reader saw the call (fx_node.h)
+    if (!from_sdpa && (dead.size() == before_k || before_k == before_q)) return;
     int key = kt;
     if (Node* tr = producer(kt); tr && tr->op == "Transpose" && only_consumer(kt) >= 0) {
       dead.push_back(T(kt).producer);
@@ -389,7 +390,13 @@ class Fuser {
       }
       if (cn.op == "Dropout" || cn.op == "Cast" || cn.op == "Identity") {
         // Only the math backend's memory depends on it; 0.5: active, rate not in the graph.
-        if (cn.op == "Dropout" && dropout_active(g_, cn)) dropout = dropout_ratio(g_, cn).value_or(0.5);
+        // The legacy exporter's scaled_dot_product_attention (symbolic_opset14) writes
+        // Dropout(p) without training_mode, and only when dropout_p != 0: inference by
+        // ONNX's letter, the call's dropout_p in fact (t5_lora: 0.1, as sdpa-choice saw).
+        const bool sdpa_dropout = cn.op == "Dropout" && !cn.has_input(2) && cn.outputs.size() == 1;
+        if (cn.op == "Dropout" && (dropout_active(g_, cn) || sdpa_dropout)) {
+          dropout = dropout_ratio(g_, cn).value_or(0.5);
+        }
         dead.push_back(c);
         p = cn.outputs[0];
         continue;

@@ -75,6 +75,111 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
 
 bool is_channels_last(const std::vector<int8_t>& layout) { return layout == std::vector<int8_t>{0, 3, 1, 2}; }
 
+namespace {
+
+// One operand as TensorIterator sees it: each output dim's memory position in the
+// operand (larger: further in), or -1 where the operand is broadcast (stride 0) or of
+// size 1. An Expand's output is read through to its input: its new dims have stride 0.
+std::vector<int> operand_positions(const Graph& g, int t, const Shape& out,
+                                   const std::vector<std::vector<int8_t>>& layouts, bool& unknown) {
+  std::vector<int> pos(out.size(), -1);
+  if (const int p = g.tensors[t].producer; p >= 0 && g.nodes[p].op == "Expand" && g.nodes[p].has_input(0)) {
+    t = g.nodes[p].inputs[0];
+  }
+  const auto& shape = g.tensors[t].shape;
+  if (!shape || shape->size() > out.size()) return pos;
+  const std::vector<int8_t>& layout = layouts[t];
+  if (layout.size() == 1 && layout[0] == -1) {
+    unknown = true;
+    return pos;
+  }
+  if (!layout.empty() && layout.size() != shape->size()) return pos;
+  const size_t offset = out.size() - shape->size();
+  const Expr one(1);
+  for (size_t i = 0; i < shape->size(); ++i) {
+    if ((*shape)[i] == one) continue;
+    pos[offset + i] = layout.empty() ? static_cast<int>(i) : layout[i];
+  }
+  return pos;
+}
+
+}  // namespace
+
+// TensorIteratorBase::reorder_dimensions: output dims sorted innermost first by an
+// insertion sort whose comparison asks the operands in order, skipping one broadcast in
+// either dim; ambiguous pairs keep their order. The output is allocated in that order.
+// So a broadcast operand has a say in the dims it is not broadcast in: T5's position
+// bias [1, H, T, T], a permuted embedding whose heads are innermost, plus a [B, 1, 1, T]
+// mask gives a [B, H, T, T] sum whose heads are innermost too (sdpa-choice: stride
+// (.., 1, H*T, H), which sends scaled_dot_product_attention to its math backend).
+std::vector<int8_t> elementwise_layout(const Graph& g, const Node& n, const std::vector<std::vector<int8_t>>& layouts) {
+  const auto& out = g.tensors[n.outputs[0]].shape;
+  if (!out || out->size() < 2 || out->size() > 64) return {};
+  // Where(mask, fill, x) with a one-element fill is Tensor.masked_fill as both exporters
+  // write it, and masked_fill clones x contiguous (expand_outplace, then
+  // clone(MemoryFormat::Contiguous)): not TensorIterator's order. sdpa-choice: a permuted
+  // bias masked_fill'ed with a causal mask reaches SDPA contiguous (rnd8_76, rnd9_29).
+  if (n.op == "Where" && n.has_input(1)) {
+    const auto& fill = g.tensors[n.inputs[1]].shape;
+    if (fill && product(*fill) == Expr(1)) return {};
+  }
+  const int rank = static_cast<int>(out->size());
+  std::vector<std::vector<int>> ops;
+  bool first_full_unknown = false, seen_full = false;
+  for (int in : n.inputs) {
+    if (in < 0) continue;
+    bool unknown = false;
+    ops.push_back(operand_positions(g, in, *out, layouts, unknown));
+    const bool full = g.tensors[in].shape && *g.tensors[in].shape == *out;
+    if (full && !seen_full) first_full_unknown = unknown;
+    seen_full |= full;
+  }
+  if (first_full_unknown) return {-1};  // the strides that would decide are unknown
+  auto should_swap = [&](int d0, int d1) {
+    for (const auto& p : ops) {
+      if (p[d0] < 0 || p[d1] < 0) continue;
+      return p[d0] > p[d1] ? -1 : 1;  // further in: smaller stride, goes first
+    }
+    return 0;
+  };
+  std::vector<int> perm(rank);  // perm[0]: the innermost dim
+  for (int i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+  for (int i = 1; i < rank; ++i) {
+    int d1 = i;
+    for (int d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  std::vector<int8_t> layout(rank);
+  bool identity = true;
+  for (int k = 0; k < rank; ++k) {
+    layout[perm[k]] = static_cast<int8_t>(rank - 1 - k);
+    identity &= perm[k] == rank - 1 - k;
+  }
+  return identity ? std::vector<int8_t>{} : layout;
+}
+
+bool Dispatch::last_dim_contiguous(const Graph& g, const Node& n, size_t i) const {
+  if (!layouts || !n.has_input(i)) return true;
+  const Tensor& t = g.tensors[n.inputs[i]];
+  return !t.shape || last_dim_innermost(*t.shape, (*layouts)[n.inputs[i]]);
+}
+
+bool last_dim_innermost(const Shape& shape, const std::vector<int8_t>& layout) {
+  if (layout.empty() || layout.size() != shape.size() || (layout.size() == 1 && layout[0] == -1)) return true;
+  const Expr one(1);
+  for (size_t i = 0; i + 1 < shape.size(); ++i) {
+    if (shape[i] != one && layout[i] > layout.back()) return false;
+  }
+  return true;
+}
+
 // Permute composes the perm with the input's layout; HeadsMajor is attention's output
 // (see below); Reshape is a view of a contiguous tensor or a contiguous copy; other
 // views keep the input's strides (marked unknown), other ops make contiguous tensors.
@@ -125,17 +230,27 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       return {0, 2, 1, 3};
     }
     case Layout::Reshape:
-      return {};  // a view of a contiguous tensor, or a contiguous copy
-    case Layout::Elementwise: {
-      const auto& out = g.tensors[n.outputs[0]].shape;
-      if (!out) return {};
-      for (int in : n.inputs) {
-        if (in < 0 || !g.tensors[in].shape || *g.tensors[in].shape != *out) continue;
-        const std::vector<int8_t>& l = layouts[in];
-        return l.size() == out->size() ? l : std::vector<int8_t>{};  // {-1}: strides unknown
-      }
+    case Layout::UnitDims:
       return {};
-    }
+    case Layout::Broadcast: {
+      const auto& s = g.tensors[out].shape;
+      if (!view || !t || !t->shape || !s) return {};
+      // unsqueeze-expand-reshape is how both exporters write repeat_interleave (GQA's k
+      // and v), which copies (clone, then flatten) whatever the strides: a dim that an
+      // Unsqueeze just made and the expand broadcasts marks the strides unknown, so the
+      // reshape copies. Otherwise the view keeps its input's strides (a keepdim
+      // statistic expanded back, timm's EvoNorm group_std: a view, as measured).
+      const int src = t->producer;
+      const bool fresh_unit = src >= 0 && g.nodes[src].op == "Unsqueeze";
+      const size_t offset = s->size() - t->shape->size();
+      const Expr one(1);
+      for (size_t i = 0; fresh_unit && i < t->shape->size() && offset <= s->size(); ++i) {
+        if ((*t->shape)[i] == one && (*s)[offset + i] != one) return {-1};
+      }
+      return layouts[in0].empty() ? std::vector<int8_t>{} : std::vector<int8_t>{-1};
+    }  // a view of a contiguous tensor, or a contiguous copy
+    case Layout::Elementwise:
+      return elementwise_layout(g, n, layouts);
     case Layout::Conv:
       return in0 >= 0 && is_channels_last(layouts[in0]) ? layouts[in0] : std::vector<int8_t>{};
     case Layout::Fresh:

@@ -324,7 +324,7 @@ class Builder : public StepMemory {
 
     // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
     if (info && info->variant && !eff.empty() && eff[0].tensor >= 0) {
-      if (const OpInfo* v = info->variant(g_, n, eff[0].dtype)) info = info_[k] = v;
+      if (const OpInfo* v = info->variant(g_, n, Dispatch{eff[0].dtype, &layout_})) info = info_[k] = v;
     }
 
     // Does autograd record this node?
@@ -381,8 +381,10 @@ class Builder : public StepMemory {
       const bool strided_in = in0 >= 0 && !layout_[in0].empty();
       // A reshape of a strided tensor is a view when PyTorch's stride rule allows it.
       std::optional<std::vector<int8_t>> reshaped;
-      if (info && info->layout == Layout::Reshape && strided_in && g_.tensors[in0].shape && ot.shape) {
+      const bool reshape_like = info && (info->layout == Layout::Reshape || info->layout == Layout::UnitDims);
+      if (reshape_like && strided_in && g_.tensors[in0].shape && ot.shape) {
         reshaped = reshape_layout(*g_.tensors[in0].shape, layout_[in0], *ot.shape);
+        if (!reshaped && info->layout == Layout::UnitDims) reshaped = std::vector<int8_t>{-1};  // strides unknown
       }
       const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
                          !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||

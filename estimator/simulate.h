@@ -153,6 +153,13 @@ bool is_channels_last(const std::vector<int8_t>& layout);
 std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const OpInfo* info, bool view, int in0,
                                   const std::vector<std::vector<int8_t>>& layouts, DType out_run);
 
+/// TensorIterator's output layout for elementwise node n (broadcasting operands
+/// included), from its inputs' layouts; {} when contiguous, {-1} when unknown.
+std::vector<int8_t> elementwise_layout(const Graph& g, const Node& n, const std::vector<std::vector<int8_t>>& layouts);
+/// Whether the last dim is the innermost in memory (stride(-1) == 1), dims of size 1
+/// aside; unknown layouts count as yes.
+bool last_dim_innermost(const Shape& shape, const std::vector<int8_t>& layout);
+
 /// Caching-allocator rounding of one request (512-byte blocks).
 int64_t round_alloc(int64_t bytes, int64_t round = 512);
 

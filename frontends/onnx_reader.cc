@@ -385,6 +385,13 @@ class Lowering {
       // The exporter's scaled_dot_product_attention drops dropout_p from the graph; the
       // FX call still says it (fuse.cc gives it to the Attention it builds).
       if (ns.find("scaled_dot_product_attention") != std::string_view::npos) {
+        // The softmax of an SDPA call: fuse.cc then needs no scale split to know it (a call
+        // with scale=1.0, T5's, is exported with none).
+        if (n.op_type == "Softmax") {
+          Attribute one;
+          one.i = 1;
+          node.attrs["from_sdpa"] = one;
+        }
         if (const auto p = fx_sdpa_dropout(node_metadata(n, "pkg.torch.onnx.fx_node")); p && *p > 0) {
           Attribute a;
           a.kind = Attribute::Float;

@@ -113,7 +113,7 @@ node Pad x p -> w mode=wrap
 )");
   auto keeps = [&](const char* out) {
     const Node& n = testing::producer(g, out);
-    const OpInfo* v = pad->variant(g, n, DType::F32);
+    const OpInfo* v = pad->variant(g, n, Dispatch{DType::F32});
     return (v ? v : pad)->saves_input(0);
   };
   CHECK(keeps("r"));

@@ -410,7 +410,7 @@ const OpInfo kOps[] = {
     {.op = "IsNaN", .family = kFamily, .shape = to_bool, .autocast = Autocast::None, .note = "bool mask, no gradient"},
     {.op = "IsInf", .family = kFamily, .shape = to_bool, .autocast = Autocast::None, .note = "bool mask, no gradient"},
     {.op = "Where", .family = kFamily, .shape = where_rule, .autocast = Autocast::Promote, .saved_inputs = bits({0}),
-     .grads = "NAA", .note = "select; keeps the condition to route gradients"},
+     .grads = "NAA", .layout = Layout::Elementwise, .note = "select; keeps the condition to route gradients"},
 
     // Unary math. What backward keeps follows derivatives.yaml: the result when the
     // derivative is written in it (sqrt, exp, reciprocal, tan), else the input.
@@ -462,7 +462,7 @@ const OpInfo kOps[] = {
     // Identity and casts.
     {.op = "Identity", .family = kFamily, .shape = identity, .grads = "V", .view = true, .note = "aliases its input"},
     {.op = "Cast", .family = kFamily, .shape = cast_rule, .autocast = Autocast::None, .grads = "A",
-     .note = "dtype conversion; backward casts the gradient back (a copy unless the dtype is unchanged)"},
+     .layout = Layout::Elementwise, .note = "dtype conversion; backward casts the gradient back (a copy unless the dtype is unchanged)"},
     {.op = "CastLike", .family = kFamily, .shape = cast_like, .autocast = Autocast::None, .grads = "AN",
      .note = "Cast to input 1's dtype"},
 };

@@ -54,7 +54,8 @@ std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
   const auto& v = g.tensors[n.inputs[2]].shape;
   if (!q || !k || !v || q->size() < 2 || k->size() < 2 || v->size() < 2) return {};
   Shape lead(q->begin(), q->end() - 2);  // [.., H]
-  const Expr tq = (*q)[q->size() - 2], tk = (*k)[k->size() - 2];
+  // Tk from v: the legacy exporter's k may still be [B, Tk, H, D] (its transpose fused away).
+  const Expr tq = (*q)[q->size() - 2], tk = (*v)[v->size() - 2];
   const Expr d = q->back(), dv = v->back();
   const Expr rows = product(lead);
   std::vector<SavedExtra> kept = {{rows * tq * d, DType::F32, "q * sqrt(scale), fp32"},
@@ -75,18 +76,53 @@ std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
 // Its backward: the softmax's gradient and the scores' (two fp32 [.., H, Tq, Tk] at once).
 Expr attention_math_bwd(const Graph& g, const Node& n, DType, bool, bool) {
   const auto& q = g.tensors[n.inputs[0]].shape;
-  const auto& k = g.tensors[n.inputs[1]].shape;
-  if (!q || !k || q->size() < 2 || k->size() < 2) return Expr(0);
+  const auto& v = g.tensors[n.inputs[2]].shape;
+  if (!q || !v || q->size() < 2 || v->size() < 2) return Expr(0);
   Shape rows(q->begin(), q->end() - 1);  // [.., H, Tq]
-  return Expr(2 * dtype_size(DType::F32)) * product(rows) * (*k)[k->size() - 2];
+  return Expr(2 * dtype_size(DType::F32)) * product(rows) * (*v)[v->size() - 2];
 }
 
-// Which backend scaled_dot_product_attention takes: grouped k and v (fuse.cc's `gqa`)
-// in fp32 go to the math one.
-const OpInfo* attention_backend(const Graph&, const Node& n, DType run) {
+// ONNX has no .contiguous(): both exporters drop it, so a permuted bias may have been made
+// contiguous before the call. The relative-position tables of timm and transformers
+// (beit, coatnet, maxvit, swin) are indexed by a flat index and viewed back to [N, N, H]
+// before the permute, and every one of them calls .contiguous() after it (sdpa-choice:
+// their masks have stride(-1) == 1, fused kernels); T5's bias is an embedding of a
+// [Tq, Tk] bucket matrix, permuted and never made contiguous (math). So a permute of a
+// reshaped lookup counts as contiguous: the one signal the graph keeps.
+bool permuted_lookup_made_contiguous(const Graph& g, int t, const std::vector<std::vector<int8_t>>& layouts) {
+  for (int guard = 0; guard < 8 && t >= 0; ++guard) {
+    const int k = g.tensors[t].producer;
+    if (k < 0) return false;
+    const Node& p = g.nodes[k];
+    if (p.op == "Transpose") {
+      const int src = p.has_input(0) ? g.tensors[p.inputs[0]].producer : -1;
+      if (src < 0 || g.nodes[src].op != "Reshape" || !g.nodes[src].has_input(0)) return false;
+      const int lookup = g.tensors[g.nodes[src].inputs[0]].producer;
+      return lookup >= 0 && (g.nodes[lookup].op == "Gather" || g.nodes[lookup].op == "GatherND");  // legacy, dynamo
+    }
+    int next = -1;
+    for (int in : p.inputs) {
+      if (in >= 0 && !layouts[in].empty()) next = in;  // the strided operand
+      if (next >= 0) break;
+    }
+    t = next;
+  }
+  return false;
+}
+
+// Which backend scaled_dot_product_attention takes (sdp_utils.cpp's checks): grouped k
+// and v (fuse.cc's `gqa`) in fp32, and k and v of one head broadcast to q's, go to the
+// math one; so does a mask whose last dim is not contiguous in memory: every fused kernel
+// requires attn_mask.stride(-1) == 1 (check_last_dim_stride_equals_1_dense). T5's
+// relative position bias is a permuted embedding, heads innermost: `validate sdpa-choice`
+// (sdpa-choice-h200-torch2.11.jsonl) shows its self-attention on the math backend and its
+// cross-attention (a contiguous bias) on a fused kernel, and the random sets' permuted
+// biases on math in fp32 and fp16 alike; every call with a contiguous mask was fused.
+const OpInfo* attention_backend(const Graph& g, const Node& n, const Dispatch& d) {
   static const OpInfo* const math = find_op("memest", "AttentionMath");
   if (n.attr_int("broadcast_heads", 0) == 1) return math;
-  return run == DType::F32 && n.attr_int("gqa", 0) == 1 ? math : nullptr;
+  if (!d.last_dim_contiguous(g, n, 3) && !permuted_lookup_made_contiguous(g, n.inputs[3], *d.layouts)) return math;
+  return d.run == DType::F32 && n.attr_int("gqa", 0) == 1 ? math : nullptr;
 }
 
 // nll_loss keeps total_weight, a scalar.

@@ -216,7 +216,7 @@ std::vector<SavedExtra> dropout_mask(const Graph& g, const Node& n) {
 // at::dropout with p = 0 (or not training) returns its input: no output, no mask, no
 // autograd node (Dropout.cpp's _dropout_impl). torchvision's swin_t has MLP and
 // attention dropouts of 0.0 in training: copying them made memest 7-8% over.
-const OpInfo* dropout_backend(const Graph& g, const Node& n, DType) {
+const OpInfo* dropout_backend(const Graph& g, const Node& n, const Dispatch&) {
   static const OpInfo* const identity = find_op("", "Identity");
   return dropout_active(g, n) ? nullptr : identity;
 }

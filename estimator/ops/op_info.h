@@ -80,6 +80,10 @@ enum class Layout : uint8_t {
   Fresh,      ///< a new, contiguous tensor (or, for views, the input's layout)
   Permute,    ///< a view whose dims are the input's permuted by `perm` (Transpose)
   Reshape,    ///< a view when the input is contiguous, else a contiguous copy
+  UnitDims,   ///< squeeze/unsqueeze: always a view; the strides follow (reshape's rule)
+  /// expand: a view whose broadcast dims have stride 0, so a reshape that merges one
+  /// copies (repeat_interleave's unsqueeze-expand-reshape of k and v).
+  Broadcast,
   HeadsMajor, ///< [B, H, T, D] stored as [B, T, H, D] (flash/memory-efficient attention output)
   /// ONNX's recurrent Y, [seq, dirs, batch, hidden], stored as the [seq, batch, dirs *
   /// hidden] that cuDNN writes and PyTorch returns; the other outputs are contiguous.
@@ -90,6 +94,16 @@ enum class Layout : uint8_t {
   /// cuDNN's convolution output takes its input's suggested memory format:
   /// channels-last when a 4-D input is, else contiguous.
   Conv,
+};
+
+/// What the dispatcher sees of a node's inputs when it picks a kernel (OpInfo::variant).
+struct Dispatch {
+  DType run;  ///< the dtype input 0 runs in, after autocast
+  /// Memory layout per tensor (see Layout; {} contiguous), or nullptr when unknown.
+  const std::vector<std::vector<int8_t>>* layouts = nullptr;
+  /// Whether input i of n is stored with its last dim innermost (stride(-1) == 1);
+  /// true when absent or unknown.
+  bool last_dim_contiguous(const Graph& g, const Node& n, size_t i) const;
 };
 
 /// A tensor an op saves for backward beyond its inputs and outputs (a dropout
@@ -201,7 +215,7 @@ struct OpInfo {
   /// The entry PyTorch's dispatch picks instead of this one for this node, once the
   /// dtype it runs in is known (scaled_dot_product_attention's backends; dropout with
   /// p = 0, which returns its input); nullptr, or returning nullptr, keeps this one.
-  const OpInfo* (*variant)(const Graph& g, const Node& n, DType run) = nullptr;
+  const OpInfo* (*variant)(const Graph& g, const Node& n, const Dispatch& d) = nullptr;
   const char* domain = "";         ///< "" (ONNX default) or "memest"
   const char* note = "";           ///< one line for `memest ops`
 

@@ -725,7 +725,7 @@ void non_zero(ShapeContext& ctx) {
 // end of forward than memest counted: the Mul's fp32 output, which only the Pad reads.
 // "wrap" (circular) is torch's _pad_circular, slices copied into a new tensor: nothing
 // kept.
-const OpInfo* pad_mode(const Graph&, const Node& n, DType) {
+const OpInfo* pad_mode(const Graph&, const Node& n, const Dispatch&) {
   static const OpInfo* const keeping = find_op("memest", "PadKeepingInput");
   const std::string mode = n.attr_string("mode", "constant");
   return mode == "reflect" || mode == "edge" ? keeping : nullptr;
@@ -738,8 +738,10 @@ const OpInfo kOps[] = {
      .note = "a view of a contiguous input"},
     {.op = "Flatten", .family = kFamily, .shape = flatten, .grads = "V", .view = true, .layout = Layout::Reshape,
      .note = "a view of a contiguous input"},
-    {.op = "Squeeze", .family = kFamily, .shape = squeeze, .grads = "VN", .view = true, .note = "a view"},
-    {.op = "Unsqueeze", .family = kFamily, .shape = unsqueeze, .grads = "VN", .view = true, .note = "a view"},
+    {.op = "Squeeze", .family = kFamily, .shape = squeeze, .grads = "VN", .view = true, .layout = Layout::UnitDims,
+     .note = "a view"},
+    {.op = "Unsqueeze", .family = kFamily, .shape = unsqueeze, .grads = "VN", .view = true,
+     .layout = Layout::UnitDims, .note = "a view"},
     {.op = "Transpose", .family = kFamily, .shape = transpose, .grads = "V", .view = true, .layout = Layout::Permute,
      .note = "a strided view; a later op may copy it to make it contiguous"},
     {.op = "Concat", .family = kFamily, .shape = concat, .autocast = Autocast::Promote, .grads = "V",
@@ -760,7 +762,7 @@ const OpInfo kOps[] = {
      .note = "scatter: keeps the indices"},
     {.op = "Scatter", .family = kFamily, .shape = like_data, .saved_inputs = bits({1}), .grads = "ANA",
      .note = "ScatterElements before opset 11"},
-    {.op = "Expand", .family = kFamily, .shape = expand, .grads = "AN", .view = true,
+    {.op = "Expand", .family = kFamily, .shape = expand, .grads = "AN", .view = true, .layout = Layout::Broadcast,
      .note = "a broadcast view; backward sums the gradient back (allocates)"},
     {.op = "Tile", .family = kFamily, .shape = tile, .grads = "AN", .note = "repeat: copies; backward sums"},
     {.op = "Pad", .family = kFamily, .shape = pad, .grads = "ANNN", .variant = pad_mode,

@@ -365,6 +365,11 @@ class Lowering {
     const std::string trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
     if (!trace.empty()) node.py_stack = stacks_.read(trace, node_metadata(n, "namespace"));
     if (node_metadata(n, "namespace").find("scaled_dot_product_attention") != std::string::npos) {
+      if (n.op_type() == "Softmax") {
+        Attribute one;
+        one.i = 1;
+        node.attrs["from_sdpa"] = one;
+      }
       if (const auto p = fx_sdpa_dropout(node_metadata(n, "pkg.torch.onnx.fx_node")); p && *p > 0) {
         Attribute a;
         a.kind = Attribute::Float;
