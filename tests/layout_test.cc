@@ -1,0 +1,221 @@
+// Memory layouts (estimator/layout.cc): TensorIterator's output order for broadcasting
+// elementwise ops, and the attention backend a mask's layout picks (ops/fused.cc).
+// A layout lists each logical dim's memory position (0: outermost); {} is contiguous.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "estimator/ops/registry.h"
+#include "estimator/simulate.h"
+#include "ops_test_util.h"
+
+using namespace memest;
+
+namespace {
+
+using Layouts = std::vector<std::vector<int8_t>>;
+const std::vector<int8_t> kHeadsInnermost = {0, 3, 1, 2};  // also channels-last
+
+// Layouts for every tensor of g: contiguous, except those named.
+Layouts layouts_with(const Graph& g, const std::vector<std::pair<std::string, std::vector<int8_t>>>& strided) {
+  Layouts l(g.tensors.size());
+  for (const auto& [name, layout] : strided) l[g.find_tensor(name)] = layout;
+  return l;
+}
+
+std::vector<int8_t> layout_of(const Graph& g, const std::string& out, const Layouts& l) {
+  return elementwise_layout(g, testing::producer(g, out), l);
+}
+
+}  // namespace
+
+TEST_CASE("layout: a permuted bias plus a broadcast mask keeps the bias's heads innermost") {
+  // T5's position bias: a [128, 128, 8] embedding permuted (2, 0, 1) is [8, 128, 128]
+  // with layout {2, 0, 1}; unsqueezed, [1, 8, 128, 128] with {0, 3, 1, 2}. Its operand
+  // positions (size-1 dims skipped) are [-, 3, 1, 2]; the mask's [B, 1, 1, 128] are
+  // [0, -, -, 3]. Insertion sort, innermost first, from [3, 2, 1, 0]: x says 3 before 2
+  // (2 > 1); 1 before 2 and before 3 (3 > 1, 3 > 2): [1, 3, 2, 0]; 0 against 2 is
+  // ambiguous (x broadcast, mask broadcast in 2), 0 against 3: the mask keeps 3 first.
+  // So heads innermost: {0, 3, 1, 2}, and stride(-1) != 1.
+  for (const char* batch : {"batch", "4", "1"}) {
+    CAPTURE(batch);
+    const Graph g = testing::infer(std::string(R"(
+opset 17
+input x float32 1,8,128,128
+input m float32 )") + batch + R"(,1,1,128
+node Add x m -> y
+)");
+    const Layouts l = layouts_with(g, {{"x", kHeadsInnermost}});
+    const std::vector<int8_t> y = layout_of(g, "y", l);
+    CHECK(testing::shape(g, "y") == std::string("[") + batch + ", 8, 128, 128]");
+    CHECK(y == kHeadsInnermost);
+    CHECK_FALSE(last_dim_innermost(*testing::tensor(g, "y").shape, y));
+  }
+}
+
+TEST_CASE("layout: the unsqueezed bias as the simulator writes it gives the same sum") {
+  // Unsqueeze is reshape's rule (UnitDims): [8, 128, 128] {2, 0, 1} -> [1, 8, 128, 128].
+  // Memory runs: heads alone, then (T, T); the new unit dim sits just before the dim
+  // after it (heads), so the order is T, T, unit, heads: {2, 3, 0, 1}, the same strides
+  // as {0, 3, 1, 2} once the size-1 dim is set aside.
+  const Graph g = testing::infer(R"(
+opset 17
+input p float32 8,128,128
+input m float32 batch,1,1,128
+const zero int64 1 = 0
+node Unsqueeze p zero -> x
+node Add x m -> y
+)");
+  const auto x = reshape_layout(*testing::tensor(g, "p").shape, {2, 0, 1}, *testing::tensor(g, "x").shape);
+  REQUIRE(x);
+  CHECK(*x == std::vector<int8_t>{2, 3, 0, 1});
+  CHECK_FALSE(last_dim_innermost(*testing::tensor(g, "x").shape, *x));
+  // Positions [-, 3, 0, 1] order the dims as {0, 3, 1, 2} did: heads innermost again.
+  CHECK(layout_of(g, "y", layouts_with(g, {{"p", {2, 0, 1}}, {"x", *x}})) == kHeadsInnermost);
+}
+
+TEST_CASE("layout: channels-last plus a per-channel bias stays channels-last; of two full operands the first decides") {
+  const Graph g = testing::infer(R"(
+opset 17
+input x float32 batch,16,8,8
+input y float32 batch,16,8,8
+input b float32 1,16,1,1
+node Add x b -> xb
+node Add y x -> yx
+node Add x y -> xy
+)");
+  // x channels-last: positions [0, 3, 1, 2]; the bias is broadcast in all but C, so it
+  // never decides a pair: x's order, {0, 3, 1, 2}.
+  CHECK(layout_of(g, "xb", layouts_with(g, {{"x", kHeadsInnermost}})) == kHeadsInnermost);
+  // Contiguous first, channels-last second, same shape: every pair is decided strictly
+  // by the first operand's strides (no fast path: the two disagree), so contiguous.
+  CHECK(layout_of(g, "yx", layouts_with(g, {{"x", kHeadsInnermost}})).empty());
+  // And the other way round: the channels-last operand first makes it channels-last.
+  CHECK(layout_of(g, "xy", layouts_with(g, {{"x", kHeadsInnermost}})) == kHeadsInnermost);
+  // Channels-last's last dim (W, position 2) is not innermost (C at 3 is further in).
+  CHECK_FALSE(last_dim_innermost(*testing::tensor(g, "x").shape, kHeadsInnermost));
+  CHECK(last_dim_innermost(*testing::tensor(g, "x").shape, {}));
+  CHECK(last_dim_innermost(*testing::tensor(g, "x").shape, {-1}));  // unknown counts as yes
+}
+
+TEST_CASE("layout: Where with a one-element fill is masked_fill (contiguous); with a tensor fill, TensorIterator's") {
+  const Graph g = testing::infer(R"(
+opset 17
+input c bool batch,1,1,16
+input x float32 1,4,16,16
+const f float32 - = -1e9
+const f1 float32 1 = -1e9
+node Where c f x -> filled
+node Where c f1 x -> filled1
+node Where c x f -> kept
+)");
+  const Layouts l = layouts_with(g, {{"x", kHeadsInnermost}});
+  // masked_fill clones x with MemoryFormat::Contiguous whatever x's strides: a scalar
+  // fill, or a one-element [1] one, gives {}.
+  CHECK(layout_of(g, "filled", l).empty());
+  CHECK(layout_of(g, "filled1", l).empty());
+  // torch.where(c, x, scalar): operands c [0, -, -, 3], x [-, 3, 1, 2], f all broadcast.
+  // c is asked first but is broadcast in every pair but (0, 3), so x orders 3, 2, 1 as in
+  // the Add above, and c keeps 3 before 0: [1, 3, 2, 0], heads innermost.
+  CHECK(testing::shape(g, "kept") == "[batch, 4, 16, 16]");
+  CHECK(layout_of(g, "kept", l) == kHeadsInnermost);
+}
+
+TEST_CASE("layout: an operand of unknown strides that decides makes the output unknown") {
+  const Graph g = testing::infer(R"(
+opset 17
+input x float32 batch,4,16,16
+input y float32 batch,4,16,16
+node Add x y -> s
+node Add y x -> t
+)");
+  const Layouts l = layouts_with(g, {{"x", {-1}}});
+  CHECK(layout_of(g, "s", l) == std::vector<int8_t>{-1});  // the first full operand is x
+  CHECK(layout_of(g, "t", l).empty());                     // y decides, contiguous
+}
+
+namespace {
+
+// Self-attention with a [1, H, T, T] mask: H = 4, T = 16, D = 8. `gather` is a 4-D
+// lookup of a [32, 4] table by [1, T, T] buckets, [1, T, T, H], permuted (0, 3, 1, 2):
+// heads innermost, stride(-1) == H. `reshaped` reads the table by a flat [T*T] index and
+// views the lookup back to [1, T, T, H] first (timm's and transformers' relative
+// position tables, which call .contiguous() after the permute that ONNX drops).
+const char* kAttention = R"(
+opset 17
+input q float32 batch,4,16,8
+input k float32 batch,4,16,8
+input v float32 batch,4,16,8
+input idx int64 1,16,16
+input flat int64 256
+param table float32 32,4
+const shp int64 4 = 1,16,16,4
+node Gather table idx -> g4
+node Transpose g4 -> gather perm=0,3,1,2
+node Gather table flat -> g2
+node Reshape g2 shp -> g2r
+node Transpose g2r -> reshaped perm=0,3,1,2
+node memest::Attention q k v gather -> o_gather
+node memest::Attention q k v reshaped -> o_reshaped
+node memest::Attention q k v -> o_none
+)";
+
+}  // namespace
+
+TEST_CASE("attention backend: a mask whose last dim is not innermost runs the math backend") {
+  const Graph g = testing::infer(kAttention);
+  const OpInfo* attention = find_op("memest", "Attention");
+  const OpInfo* math = find_op("memest", "AttentionMath");
+  REQUIRE(attention);
+  REQUIRE(math);
+  REQUIRE(static_cast<bool>(attention->variant));
+  CHECK(testing::shape(g, "gather") == "[1, 4, 16, 16]");
+  CHECK(testing::shape(g, "reshaped") == "[1, 4, 16, 16]");
+  auto backend = [&](const char* out, const Layouts& l, DType run = DType::F32) {
+    return attention->variant(g, testing::producer(g, out), Dispatch{run, &l});
+  };
+  // The Transposes' outputs: dim i is the input's dim perm[i], so layout = perm.
+  const Layouts permuted = layouts_with(g, {{"gather", kHeadsInnermost}, {"reshaped", kHeadsInnermost}});
+
+  // T5: a permuted lookup never made contiguous. stride(-1) = H != 1, so no fused kernel
+  // (check_last_dim_stride_equals_1_dense), in fp32 and in half.
+  CHECK(backend("o_gather", permuted) == math);
+  CHECK(backend("o_gather", permuted, DType::F16) == math);
+  // A permute of a reshaped lookup counts as made contiguous: the fused kernel (nullptr).
+  CHECK(backend("o_reshaped", permuted) == nullptr);
+  // A contiguous mask, no mask, or no layouts at all: fused.
+  const Layouts contiguous(g.tensors.size());
+  CHECK(backend("o_gather", contiguous) == nullptr);
+  CHECK(backend("o_reshaped", contiguous) == nullptr);
+  CHECK(backend("o_none", permuted) == nullptr);
+  CHECK(attention->variant(g, testing::producer(g, "o_gather"), Dispatch{DType::F32}) == nullptr);
+  // Unknown strides ({-1}) count as contiguous.
+  CHECK(backend("o_gather", layouts_with(g, {{"gather", {-1}}})) == nullptr);
+}
+
+TEST_CASE("attention backend: the lookup is found through the unsqueeze and the mask add of T5's bias") {
+  // T5: embedding [T, T] -> [T, T, H], permute (2, 0, 1) {2, 0, 1}, unsqueeze(0)
+  // {2, 3, 0, 1} (the case above), plus the [B, 1, 1, T] mask: {0, 3, 1, 2}. The walk
+  // follows the strided operand back to the Transpose, whose source is the Gather itself.
+  const Graph g = testing::infer(R"(
+opset 17
+input q float32 batch,4,16,8
+input m float32 batch,1,1,16
+input idx int64 16,16
+param table float32 32,4
+const zero int64 1 = 0
+node Gather table idx -> e
+node Transpose e -> p perm=2,0,1
+node Unsqueeze p zero -> bias
+node Add bias m -> mask
+node memest::Attention q q q mask -> o
+)");
+  const Layouts l = layouts_with(g, {{"p", {2, 0, 1}}, {"bias", {2, 3, 0, 1}}, {"mask", kHeadsInnermost}});
+  CHECK(testing::shape(g, "mask") == "[batch, 4, 16, 16]");
+  CHECK(layout_of(g, "mask", l) == kHeadsInnermost);
+  const OpInfo* attention = find_op("memest", "Attention");
+  REQUIRE(attention);
+  CHECK(attention->variant(g, testing::producer(g, "o"), Dispatch{DType::F16, &l}) ==
+        find_op("memest", "AttentionMath"));
+}
