@@ -219,3 +219,29 @@ node memest::Attention q q q mask -> o
   CHECK(attention->variant(g, testing::producer(g, "o"), Dispatch{DType::F16, &l}) ==
         find_op("memest", "AttentionMath"));
 }
+
+TEST_CASE("attention math backend: backward scratch of three fp32 score matrices, Tk read from v") {
+  // The legacy exporter's k may still be [B, Tk, H, D] (its transpose fused away), so the
+  // score size comes from v: q [B, 4, 16, 8], v [B, 4, 16, 8] -> scores [B, 4, 16, 16].
+  // During SafeSoftmaxBackward the GPU holds three fp32 score-sized blocks (traces17,
+  // rnd9_17 bf16: BmmBackward0's gradient and SafeSoftmaxBackward0's two, 16 MiB each):
+  // 3 * 4 bytes * 4 * 16 * 16 = 12288 bytes per batch element.
+  const Graph g = testing::infer(R"(
+opset 17
+input q float32 batch,4,16,8
+input k float32 batch,16,4,8
+input v float32 batch,4,16,8
+node memest::AttentionMath q k v -> o
+)");
+  const Node& n = testing::producer(g, "o");
+  const OpInfo* math = find_op("memest", "AttentionMath");
+  REQUIRE(math);
+  REQUIRE(static_cast<bool>(math->bwd_workspace));
+  CHECK(math->bwd_workspace(g, n, DType::F32, false, false).str() == "12288*batch");
+  // Saved: q and k scaled (4 * 16 * 8 fp32 each), the softmax (4 * 16 * 16) and v
+  // (4 * 16 * 8): 512 + 512 + 1024 + 512 elements per batch element, no dropout.
+  const auto kept = math->saved_extra(g, n);
+  REQUIRE(kept.size() == 4);
+  CHECK(kept[1].numel.str() == "512*batch");
+  CHECK(kept[2].numel.str() == "1024*batch");
+}
