@@ -166,6 +166,8 @@ memest_matrix(matrix-blind4-h200-torch2.11 SETS sample10 random67)
 # in a second archive), compared once (blind5-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind5-h200-torch2.11 SETS sample11 random8)
 memest_matrix(matrix-blind5b-h200-torch2.11 SETS random9)
+memest_matrix(matrix-blind6-h200-torch2.11 SETS sample12 random10)
+memest_matrix(matrix-blind6b-h200-torch2.11 SETS random11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
