@@ -1,5 +1,6 @@
 // Pattern fusion. Each rewrite keeps node order: the fused node takes the place
-// of the pattern's last node and the others are marked dead.
+// of the pattern's last node and the others are marked dead. The attention
+// pattern is in fuse_attention.cc.
 #include "estimator/fuse.h"
 
 #include <algorithm>
@@ -8,754 +9,387 @@
 #include <optional>
 #include <vector>
 
+#include "estimator/fuse_impl.h"
 #include "estimator/ops/registry.h"
 
 namespace memest {
-namespace {
 
-class Fuser {
- public:
-  // Links are kept up to date rewrite by rewrite instead of by Graph::relink(),
-  // which would make the pass quadratic. Patterns mostly ask how many live uses a
-  // tensor has and, when it is one, which node: a count and the sum of the using
-  // nodes' indices answer both, and each costs O(1) to update. The full list,
-  // when a pattern needs it, is rebuilt from the constructor's lists, following
-  // each node a rewrite killed to the fused node that took its inputs (consumers()).
-  explicit Fuser(Graph& g) : g_(g) {
-    fused_into_.assign(g_.nodes.size(), -1);
-    uses_.assign(g_.tensors.size(), 0);
-    use_sum_.assign(g_.tensors.size(), 0);
-    std::vector<bool> produced(g_.tensors.size(), false);
-    for (size_t k = 0; k < g_.nodes.size(); ++k) {
-      const Node& n = g_.nodes[k];
-      if (n.dead) continue;
-      for (int out : n.outputs) {
-        if (out < 0) continue;
-        // A tensor with two producers (not SSA): only a full relink knows which one wins.
-        if (produced[out]) relink_each_time_ = true;
-        produced[out] = true;
-      }
-    }
-    for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      for (int c : g_.tensors[t].consumers) {
-        ++uses_[t];
-        use_sum_[t] += c;
-      }
+// MatMul(x, W^T) [+ Add(b)] where W is a parameter: F.linear.
+void Fuser::linear(int k) {
+  Node& mm = g_.nodes[k];
+  if (mm.dead || mm.op != "MatMul" || mm.inputs.size() != 2) return;
+  int w = mm.inputs[1];
+  std::vector<int> dead = {k};
+  int weight = -1;
+  if (Node* tr = producer(w); tr && tr->op == "Transpose" && is_param(tr->inputs[0]) && only_consumer(w) == k) {
+    weight = tr->inputs[0];
+    dead.push_back(T(w).producer);
+  } else if (is_param(w)) {
+    // A weight stored pre-transposed [in, out]; F.linear's saved bytes are the same.
+    weight = w;
+  }
+  if (weight < 0 || !T(weight).shape || T(weight).shape->size() != 2) return;
+  int out = mm.outputs[0];
+  int last = k;
+  std::vector<int> inputs = {mm.inputs[0], weight};
+  int add = only_consumer(out);
+  if (add >= 0 && g_.nodes[add].op == "Add") {
+    const Node& a = g_.nodes[add];
+    int other = a.inputs[0] == out ? a.inputs[1] : a.inputs[0];
+    if (is_param(other) && T(other).shape && T(other).shape->size() == 1) {
+      inputs.push_back(other);
+      dead.push_back(add);
+      last = add;
     }
   }
-  // T(t).consumers is as the constructor found it; rewrites since then show in
-  // consumers(t), only_consumer(t) and uses_[t] only.
-  const Tensor& T(int t) const { return g_.tensors[t]; }
-  // The live nodes reading tensor t, one entry per use, in node order (what
-  // Graph::relink() would list). Linear in the uses the constructor saw: a fused
-  // node reads only tensors some node of its pattern read, and patterns never
-  // match a fused node, so every reader is a listed node or what one was fused into.
-  std::vector<int> consumers(int t) const {
-    std::vector<int> candidates;
-    candidates.reserve(T(t).consumers.size());
-    for (int c : T(t).consumers) {
-      while (g_.nodes[c].dead && fused_into_[c] >= 0) c = fused_into_[c];
-      candidates.push_back(c);
-    }
-    std::sort(candidates.begin(), candidates.end());
-    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-    std::vector<int> out;
-    for (int c : candidates) {
-      if (g_.nodes[c].dead) continue;
-      for (int in : g_.nodes[c].inputs) {
-        if (in == t) out.push_back(c);
-      }
-    }
-    return out;
-  }
-  // Whether one live node reads t's data; Shape nodes, which read only its shape (and
-  // ran in the shape pass), aside. The dynamo exporter's attention reads k's shape.
-  bool read_once(int t) const {
-    if (t < 0 || T(t).graph_output) return false;
-    int data = 0;
-    for (int c : consumers(t)) data += g_.nodes[c].op != "Shape";
-    return data == 1;
-  }
-  // The single live consumer of tensor t, or -1.
-  int only_consumer(int t) const {
-    if (t < 0) return -1;
-    if (T(t).graph_output || uses_[t] != 1) return -1;
-    return static_cast<int>(use_sum_[t]);
-  }
-  Node* producer(int t) {
-    if (t < 0 || T(t).producer < 0) return nullptr;
-    Node* n = &g_.nodes[T(t).producer];
-    return n->dead ? nullptr : n;
-  }
-  bool is_scalar_const(int t) const {
-    if (t < 0) return false;
-    const Tensor& ten = T(t);
-    if (!ten.shape) return false;
-    auto n = product(*ten.shape).as_const();
-    if (!n || *n != 1) return false;
-    if (ten.kind == TensorKind::Constant || ten.value || ten.fvalue) return true;
-    if (ten.producer >= 0) {
-      const Node& p = g_.nodes[ten.producer];
-      return p.op == "Constant" || p.op == "Sqrt" || p.op == "Cast" || p.op == "Div" || p.op == "Reciprocal";
-    }
-    return false;
-  }
-  bool is_param(int t) const { return t >= 0 && T(t).kind == TensorKind::Parameter; }
-  // The parameter t is, or is a view of (the legacy exporter's Unsqueeze of a
-  // per-channel weight to [C, 1, 1]); -1 otherwise.
-  int param_behind(int t) {
-    if (is_param(t)) return t;
-    const Node* p = producer(t);
-    if (p && (p->op == "Unsqueeze" || p->op == "Reshape") && is_param(p->inputs[0])) return p->inputs[0];
-    return -1;
-  }
+  replace(last, "Linear", inputs, dead);
+}
 
-  void replace(int last_node, const char* op, std::vector<int> inputs, std::vector<int> dead) {
-    for (int d : dead) {
-      if (d != last_node && !g_.nodes[d].dead) {
-        unlink(d);
-        g_.nodes[d].dead = true;
-        fused_into_[d] = last_node;
-      }
-    }
-    unlink(last_node);
-    // The fused node takes the last node's place, name and module (rewritten in
-    // place: building a fresh Node copied both strings per rewrite).
-    Node& n = g_.nodes[last_node];
-    if (n.name.empty()) n.name = op;
-    n.op = op;
-    n.domain = "memest";
-    n.inputs = std::move(inputs);
-    n.outputs.resize(1);
-    n.attrs = Attrs();
-    n.info = find_op("memest", op);
-    link(last_node);
-    if (relink_each_time_) relink_all();
-    ++count_;
-  }
-
-  void unlink(int k) {
-    const Node& n = g_.nodes[k];
-    for (int in : n.inputs) {
-      if (in < 0) continue;
-      --uses_[in];
-      use_sum_[in] -= k;
-    }
-    for (int out : n.outputs) {
-      if (out >= 0 && g_.tensors[out].producer == k) g_.tensors[out].producer = -1;
-    }
-  }
-  void link(int k) {
-    const Node& n = g_.nodes[k];
-    for (int in : n.inputs) {
-      if (in < 0) continue;
-      ++uses_[in];
-      use_sum_[in] += k;
-    }
-    for (int out : n.outputs) {
-      if (out >= 0) g_.tensors[out].producer = k;
-    }
-  }
-  void relink_all() {
-    g_.relink();
-    std::fill(uses_.begin(), uses_.end(), 0);
-    std::fill(use_sum_.begin(), use_sum_.end(), 0);
-    for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      for (int c : g_.tensors[t].consumers) {
-        ++uses_[t];
-        use_sum_[t] += c;
-      }
-    }
-  }
-
-  // MatMul(x, W^T) [+ Add(b)] where W is a parameter: F.linear.
-  void linear(int k) {
-    Node& mm = g_.nodes[k];
-    if (mm.dead || mm.op != "MatMul" || mm.inputs.size() != 2) return;
-    int w = mm.inputs[1];
-    std::vector<int> dead = {k};
-    int weight = -1;
-    if (Node* tr = producer(w); tr && tr->op == "Transpose" && is_param(tr->inputs[0]) && only_consumer(w) == k) {
-      weight = tr->inputs[0];
-      dead.push_back(T(w).producer);
-    } else if (is_param(w)) {
-      // A weight stored pre-transposed [in, out]; F.linear's saved bytes are the same.
-      weight = w;
-    }
-    if (weight < 0 || !T(weight).shape || T(weight).shape->size() != 2) return;
-    int out = mm.outputs[0];
-    int last = k;
-    std::vector<int> inputs = {mm.inputs[0], weight};
-    int add = only_consumer(out);
-    if (add >= 0 && g_.nodes[add].op == "Add") {
-      const Node& a = g_.nodes[add];
-      int other = a.inputs[0] == out ? a.inputs[1] : a.inputs[0];
-      if (is_param(other) && T(other).shape && T(other).shape->size() == 1) {
-        inputs.push_back(other);
-        dead.push_back(add);
-        last = add;
-      }
-    }
-    replace(last, "Linear", inputs, dead);
-  }
-
-  // Walks back through multiplications by scalars (the exporter's scale on q and k).
-  int strip_scale(int t, std::vector<int>& dead) {
-    for (int guard = 0; guard < 4; ++guard) {
-      Node* p = producer(t);
-      if (!p || (p->op != "Mul" && p->op != "Div") || only_consumer(t) < 0) return t;
-      int a = p->inputs[0], b = p->inputs[1];
-      if (is_scalar_const(b)) {
-        dead.push_back(T(t).producer);
-        t = a;
-      } else if (p->op == "Mul" && is_scalar_const(a)) {
-        dead.push_back(T(t).producer);
-        t = b;
-      } else {
-        return t;
-      }
-    }
-    return t;
-  }
-
-  // Where(IsNaN(p), 0, p): the exporter's guard for fully masked rows; part of the kernel.
-  int strip_nan_guard(int p, std::vector<int>& dead) {
-    const Tensor& t = T(p);
-    if (t.graph_output || uses_[p] != 2) return p;
-    int isnan = -1, where = -1;
-    for (int c : consumers(p)) {
-      if (g_.nodes[c].op == "IsNaN") isnan = c;
-      if (g_.nodes[c].op == "Where") where = c;
-    }
-    if (isnan < 0 || where < 0) return p;
-    const Node& w = g_.nodes[where];
-    if (w.inputs.size() != 3 || w.inputs[0] != g_.nodes[isnan].outputs[0] || w.inputs[2] != p) return p;
-    if (only_consumer(g_.nodes[isnan].outputs[0]) != where) return p;
-    dead.push_back(isnan);
-    dead.push_back(where);
-    return w.outputs[0];
-  }
-
-  // torch.onnx's dynamo exporter spells k.transpose(-2, -1) as a reshape to 3-D, a
-  // transpose of the last two dims and a reshape back. Inside the fused kernel that is
-  // no op at all; left outside, the first reshape (of a permuted k) copies k, which
-  // attention then keeps: gpt2_hf was 1-4% over, one k per layer. Returns k, or kt
-  // when the chain is not there.
-  int transpose_via_3d(int kt, std::vector<int>& dead) {
-    Node* back = producer(kt);
-    if (!back || back->op != "Reshape" || only_consumer(kt) < 0) return kt;
-    const int swapped = back->inputs[0];
-    Node* tr = producer(swapped);
-    if (!tr || tr->op != "Transpose" || only_consumer(swapped) < 0) return kt;
-    const std::vector<int64_t> perm = tr->attr_ints("perm");
-    if (perm != std::vector<int64_t>{0, 2, 1}) return kt;
-    const int flat = tr->inputs[0];
-    Node* to3d = producer(flat);
-    if (!to3d || to3d->op != "Reshape" || only_consumer(flat) < 0) return kt;
-    dead.push_back(T(kt).producer);
-    dead.push_back(T(swapped).producer);
-    dead.push_back(T(flat).producer);
-    return to3d->inputs[0];
-  }
-
-  // transformers' repeat_kv (grouped-query attention: k and v have fewer heads than q):
-  // x[:, :, None].expand(B, Hkv, n, T, D).reshape(B, Hkv * n, T, D), spelled Unsqueeze
-  // (or Reshape), Expand, Reshape. Run eagerly with no attention mask, transformers
-  // skips it and passes enable_gqa=True instead (sdpa_attention_forward); the exporter
-  // traced it with its explicit causal mask. Returns x, or -1 when t is not such a
-  // repeat; `chain` gets its three nodes.
-  int repeat_kv_source(int t, std::vector<int>& chain) {
-    Node* rs = producer(t);
-    if (!rs || rs->op != "Reshape" || !read_once(t)) return -1;
-    const int e = rs->inputs[0];
-    Node* ex = producer(e);
-    if (!ex || ex->op != "Expand" || !read_once(e)) return -1;
-    const int u = ex->inputs[0];
-    Node* un = producer(u);
-    if (!un || (un->op != "Unsqueeze" && un->op != "Reshape") || !read_once(u)) return -1;
-    const int x = un->inputs[0];
-    const auto &xs = T(x).shape, &us = T(u).shape, &es = T(e).shape, &ts = T(t).shape;
-    if (!xs || !us || !es || !ts || xs->size() != 4 || us->size() != 5 || es->size() != 5 || ts->size() != 4) return -1;
-    // [B, Hkv, 1, T, D] expanded on dim 2 only, then merged into [B, Hkv * n, T, D].
-    const Expr one(1);
-    if ((*us)[2] != one || (*es)[2] == one || (*xs)[1] != (*us)[1] || (*xs)[2] != (*us)[3] || (*xs)[3] != (*us)[4]) return -1;
-    for (int d : {0, 1, 3, 4}) {
-      if ((*es)[d] != (*us)[d]) return -1;
-    }
-    if ((*ts)[2] != (*xs)[2] || (*ts)[3] != (*xs)[3] || (*ts)[1] != (*es)[1] * (*es)[2]) return -1;
-    chain.insert(chain.end(), {T(t).producer, T(e).producer, T(u).producer});
-    return x;
-  }
-
-  // Whether k has fewer heads than q (dim -3), not by a repeat the graph shows.
-  bool broadcast_heads(int q, int key) const {
-    const auto &qs = T(q).shape, &ks = T(key).shape;
-    if (!qs || !ks || qs->size() < 3 || ks->size() != qs->size()) return false;
-    const Expr &hq = (*qs)[qs->size() - 3], &hk = (*ks)[ks->size() - 3];
-    return hq != hk && hk == Expr(1);
-  }
-
-  // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [NaN guard] [Dropout] -> MatMul(., v).
-  void attention(int k) {
-    Node& sm = g_.nodes[k];
-    if (sm.dead || sm.op != "Softmax") return;
-    std::vector<int> dead = {k};
-    int mask = -1;
-    int s = sm.inputs[0];
-    for (int guard = 0; guard < 6; ++guard) {
-      Node* p = producer(s);
-      if (!p || only_consumer(s) < 0) return;
-      if (p->op == "MatMul") break;
-      int pi = T(s).producer;
-      if ((p->op == "Mul" || p->op == "Div") && is_scalar_const(p->inputs[1])) {
-        s = p->inputs[0];
-      } else if (p->op == "Mul" && is_scalar_const(p->inputs[0])) {
-        s = p->inputs[1];
-      } else if (p->op == "Add") {
-        // The additive mask is whichever operand does not lead back to the scores' MatMul.
-        Node* a = producer(p->inputs[0]);
-        bool first_is_scores = a && (a->op == "MatMul" || a->op == "Mul" || a->op == "Div");
-        mask = first_is_scores ? p->inputs[1] : p->inputs[0];
-        s = first_is_scores ? p->inputs[0] : p->inputs[1];
-      } else if (p->op == "Where") {
-        mask = p->inputs[0];
-        s = p->inputs[1];
-      } else if (p->op == "Cast") {
-        s = p->inputs[0];
-      } else {
-        return;
-      }
-      dead.push_back(pi);
-    }
-    Node* m1 = producer(s);
-    if (!m1 || m1->op != "MatMul" || only_consumer(s) < 0) return;
-    dead.push_back(T(s).producer);
-    // The exporters spell scaled_dot_product_attention with the scale split over both
-    // operands (q * sqrt(s), k^T * sqrt(s)); attention written out by hand scales the
-    // scores (or one operand) and really keeps the T x T matrix, so it is left as is.
-    const size_t before_q = dead.size();
-    int q = strip_scale(m1->inputs[0], dead);
-    const size_t before_k = dead.size();
-    int kt = strip_scale(m1->inputs[1], dead);
-    const bool from_sdpa = sm.attr_int("from_sdpa", 0) == 1;  // the reader saw the call (fx_node.h)
-    if (!from_sdpa && (dead.size() == before_k || before_k == before_q)) return;
-    int key = kt;
-    if (Node* tr = producer(kt); tr && tr->op == "Transpose" && only_consumer(kt) >= 0) {
-      dead.push_back(T(kt).producer);
-      key = tr->inputs[0];
-    } else {
-      key = transpose_via_3d(kt, dead);
-    }
-    // Forward: [NaN guard] [Dropout] [Cast] then the MatMul with v.
-    int p = sm.outputs[0];
-    double dropout = sm.attr_float("sdpa_dropout_p", 0);  // kept by the reader (fx_node.h)
-    p = strip_nan_guard(p, dead);
-    for (int guard = 0; guard < 3; ++guard) {
-      int c = only_consumer(p);
-      if (c < 0) return;
-      Node& cn = g_.nodes[c];
-      if (cn.op == "MatMul" && cn.inputs[0] == p) {
-        dead.push_back(c);
-        int value = cn.inputs[1];
-        // Grouped k and v: the kernel takes them unrepeated (enable_gqa).
-        std::vector<int> repeats;
-        const int k_src = repeat_kv_source(key, repeats), v_src = repeat_kv_source(value, repeats);
-        const bool gqa = k_src >= 0 && v_src >= 0;
-        if (gqa) {
-          dead.insert(dead.end(), repeats.begin(), repeats.end());
-          key = k_src;
-          value = v_src;
-        }
-        std::vector<int> inputs = {q, key, value};
-        if (mask >= 0) inputs.push_back(mask);
-        int last = c;
-        replace(last, "Attention", inputs, dead);
-        Attribute ratio;
-        ratio.kind = Attribute::Float;
-        ratio.f = dropout;
-        g_.nodes[last].attrs["dropout"] = ratio;
-        if (gqa) {
-          Attribute grouped;
-          grouped.i = 1;
-          g_.nodes[last].attrs["gqa"] = grouped;
-        } else if (broadcast_heads(q, key)) {
-          // Multi-query k and v of one head, broadcast by the call (Falcon's
-          // F.scaled_dot_product_attention without enable_gqa): flash and the
-          // memory-efficient kernel need equal heads, so math runs, in every dtype.
-          Attribute b;
-          b.i = 1;
-          g_.nodes[last].attrs["broadcast_heads"] = b;
-        }
-        return;
-      }
-      if (cn.op == "Dropout" || cn.op == "Cast" || cn.op == "Identity") {
-        // Only the math backend's memory depends on it; 0.5: active, rate not in the graph.
-        // The legacy exporter's scaled_dot_product_attention (symbolic_opset14) writes
-        // Dropout(p) without training_mode, and only when dropout_p != 0: inference by
-        // ONNX's letter, the call's dropout_p in fact (t5_lora: 0.1, as sdpa-choice saw).
-        const bool sdpa_dropout = cn.op == "Dropout" && !cn.has_input(2) && cn.outputs.size() == 1;
-        if (cn.op == "Dropout" && (dropout_active(g_, cn) || sdpa_dropout)) {
-          dropout = dropout_ratio(g_, cn).value_or(0.5);
-        }
-        dead.push_back(c);
-        p = cn.outputs[0];
-        continue;
-      }
-      return;
-    }
-  }
-
-  // 0.5 * x * (1 + erf(x / sqrt(2))), in any operand order.
-  void gelu(int k) {
-    Node& erf = g_.nodes[k];
-    if (erf.dead || erf.op != "Erf") return;
-    std::vector<int> dead = {k};
-    Node* div = producer(erf.inputs[0]);
-    if (!div || (div->op != "Div" && div->op != "Mul") || only_consumer(erf.inputs[0]) < 0) return;
-    int x = div->inputs[0];
-    dead.push_back(T(erf.inputs[0]).producer);
-    int add = only_consumer(erf.outputs[0]);
-    if (add < 0 || g_.nodes[add].op != "Add") return;
-    dead.push_back(add);
-    int m1 = only_consumer(g_.nodes[add].outputs[0]);
-    if (m1 < 0 || g_.nodes[m1].op != "Mul") return;
-    dead.push_back(m1);
-    int last = m1;
-    const Node& mul1 = g_.nodes[m1];
-    int other = mul1.inputs[0] == g_.nodes[add].outputs[0] ? mul1.inputs[1] : mul1.inputs[0];
-    if (other != x && is_scalar_const(other)) {
-      // x * (0.5 * (1 + erf)) (the dynamo exporter's order): the half comes first.
-      const int m2 = only_consumer(mul1.outputs[0]);
-      if (m2 < 0 || g_.nodes[m2].op != "Mul") return;
+// 0.5 * x * (1 + erf(x / sqrt(2))), in any operand order.
+void Fuser::gelu(int k) {
+  Node& erf = g_.nodes[k];
+  if (erf.dead || erf.op != "Erf") return;
+  std::vector<int> dead = {k};
+  Node* div = producer(erf.inputs[0]);
+  if (!div || (div->op != "Div" && div->op != "Mul") || only_consumer(erf.inputs[0]) < 0) return;
+  int x = div->inputs[0];
+  dead.push_back(T(erf.inputs[0]).producer);
+  int add = only_consumer(erf.outputs[0]);
+  if (add < 0 || g_.nodes[add].op != "Add") return;
+  dead.push_back(add);
+  int m1 = only_consumer(g_.nodes[add].outputs[0]);
+  if (m1 < 0 || g_.nodes[m1].op != "Mul") return;
+  dead.push_back(m1);
+  int last = m1;
+  const Node& mul1 = g_.nodes[m1];
+  int other = mul1.inputs[0] == g_.nodes[add].outputs[0] ? mul1.inputs[1] : mul1.inputs[0];
+  if (other != x && is_scalar_const(other)) {
+    // x * (0.5 * (1 + erf)) (the dynamo exporter's order): the half comes first.
+    const int m2 = only_consumer(mul1.outputs[0]);
+    if (m2 < 0 || g_.nodes[m2].op != "Mul") return;
+    const Node& mul2 = g_.nodes[m2];
+    if ((mul2.inputs[0] == mul1.outputs[0] ? mul2.inputs[1] : mul2.inputs[0]) != x) return;
+    dead.push_back(m2);
+    last = m2;
+  } else if (other != x) {
+    // (x * 0.5) * (1 + erf): the half is applied to x first.
+    Node* half = producer(other);
+    if (!half || half->op != "Mul" || (half->inputs[0] != x && half->inputs[1] != x)) return;
+    dead.push_back(T(other).producer);
+  } else {
+    int m2 = only_consumer(mul1.outputs[0]);
+    if (m2 >= 0 && g_.nodes[m2].op == "Mul") {
       const Node& mul2 = g_.nodes[m2];
-      if ((mul2.inputs[0] == mul1.outputs[0] ? mul2.inputs[1] : mul2.inputs[0]) != x) return;
-      dead.push_back(m2);
-      last = m2;
-    } else if (other != x) {
-      // (x * 0.5) * (1 + erf): the half is applied to x first.
-      Node* half = producer(other);
-      if (!half || half->op != "Mul" || (half->inputs[0] != x && half->inputs[1] != x)) return;
-      dead.push_back(T(other).producer);
-    } else {
-      int m2 = only_consumer(mul1.outputs[0]);
-      if (m2 >= 0 && g_.nodes[m2].op == "Mul") {
-        const Node& mul2 = g_.nodes[m2];
-        int c = mul2.inputs[0] == mul1.outputs[0] ? mul2.inputs[1] : mul2.inputs[0];
-        if (is_scalar_const(c)) {
-          dead.push_back(m2);
-          last = m2;
+      int c = mul2.inputs[0] == mul1.outputs[0] ? mul2.inputs[1] : mul2.inputs[0];
+      if (is_scalar_const(c)) {
+        dead.push_back(m2);
+        last = m2;
+      }
+    }
+  }
+  replace(last, "Gelu", {x}, dead);
+}
+
+// The TorchScript exporter reorders an RNN weight's gate blocks (PyTorch's i,f,g,o
+// to ONNX's i,o,f,c) with Slices of the parameter and a Concat of them. PyTorch
+// copies nothing: cuDNN reads the parameter (lstm_lm fp32 was 2% over, the two
+// 4 MiB copies of each layer held until its backward). A Concat of slices along
+// axis 0 that together cover one parameter, each read by the Concat alone, is that
+// parameter.
+void Fuser::weight_reorder(int k) {
+  Node& cat = g_.nodes[k];
+  if (cat.dead || cat.op != "Concat" || cat.attr_int("axis", 0) != 0 || cat.inputs.size() < 2) return;
+  int param = -1;
+  std::vector<int> dead = {k};
+  Expr rows(0);
+  for (int in : cat.inputs) {
+    Node* sl = producer(in);
+    if (!sl || sl->op != "Slice" || sl->inputs.empty() || only_consumer(in) != k) return;
+    const int src = sl->inputs[0];
+    if (src < 0 || T(src).kind != TensorKind::Parameter || (param >= 0 && src != param)) return;
+    param = src;
+    if (sl->inputs.size() > 3 && sl->inputs[3] >= 0) {  // axes: 0 only
+      const auto& axes = T(sl->inputs[3]).value;
+      if (!axes || axes->size() != 1 || !(*axes)[0].is_zero()) return;
+    }
+    if (!T(in).shape || T(in).shape->empty()) return;
+    rows = rows + T(in).shape->front();
+    dead.push_back(T(in).producer);
+  }
+  const auto& ps = T(param).shape;
+  const auto& cs = T(cat.outputs[0]).shape;
+  if (!ps || !cs || ps->empty() || !(rows == ps->front()) || *ps != *cs) return;
+  replace(k, "Identity", {param}, dead);
+  g_.nodes[k].domain.clear();  // ONNX's own Identity: a view
+  g_.nodes[k].info = find_op("", "Identity");
+}
+
+// One aten op that the dynamo exporter wrote as several nodes, all named after its
+// FX node in their namespace (Node::call): GELU's tanh form becomes Mul, Pow, Add,
+// Tanh... which eager PyTorch runs as one kernel saving only x. The nodes of the call
+// must read one activation (and scalar constants) and hand one tensor on.
+void Fuser::aten_call(const std::vector<int>& nodes, const char* op) {
+  std::vector<int> made;
+  for (int k : nodes) {
+    for (int o : g_.nodes[k].outputs) {
+      if (o >= 0) made.push_back(o);
+    }
+  }
+  auto inside = [&](int t) { return std::find(made.begin(), made.end(), t) != made.end(); };
+  int x = -1, y = -1;
+  for (int k : nodes) {
+    for (int in : g_.nodes[k].inputs) {
+      if (in < 0 || inside(in) || is_scalar_const(in)) continue;
+      if (x >= 0 && in != x) return;
+      x = in;
+    }
+  }
+  for (int t : made) {
+    bool outside = T(t).graph_output;
+    for (int c : consumers(t)) outside |= std::find(nodes.begin(), nodes.end(), c) == nodes.end();
+    if (!outside) continue;
+    if (y >= 0 && t != y) return;
+    y = t;
+  }
+  const int last = nodes.back();
+  if (x < 0 || y < 0 || g_.nodes[last].outputs.empty() || g_.nodes[last].outputs[0] != y) return;
+  replace(last, op, {x}, nodes);
+}
+
+// The reduced axes of a ReduceMean that keeps its dims (an attribute up to opset
+// 17, input 1 from 18), normalised and sorted; empty when unknown or not kept.
+std::vector<int64_t> Fuser::mean_axes(const Node& n, size_t rank) const {
+  if (n.op != "ReduceMean" || n.attr_int("keepdims", 1) == 0) return {};
+  std::vector<int64_t> axes;
+  if (n.attr("axes")) {
+    axes = n.attr_ints("axes");
+  } else if (n.has_input(1) && T(n.inputs[1]).value) {
+    for (const auto& e : *T(n.inputs[1]).value) {
+      auto c = e.as_const();
+      if (!c) return {};
+      axes.push_back(*c);
+    }
+  }
+  for (auto& a : axes) {
+    if (a < 0) a += static_cast<int64_t>(rank);
+    if (a < 0 || a >= static_cast<int64_t>(rank)) return {};
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+// The single constant held by tensor t, when it is one.
+std::optional<double> Fuser::scalar_value(int t) const {
+  if (t < 0) return std::nullopt;
+  const Tensor& ten = T(t);
+  if (ten.fvalue && ten.fvalue->size() == 1) return (*ten.fvalue)[0];
+  if (ten.value && ten.value->size() == 1) {
+    if (auto c = (*ten.value)[0].as_const()) return static_cast<double>(*c);
+  }
+  return std::nullopt;
+}
+
+// The node reading tensor t once, when it is the only one and has this op; -1 otherwise.
+int Fuser::only_op(int t, const char* op) const {
+  const int c = only_consumer(t);
+  return c >= 0 && g_.nodes[c].op == op ? c : -1;
+}
+
+// The operand of a binary node other than t.
+int Fuser::other_input(const Node& n, int t) { return n.inputs[0] == t ? n.inputs[1] : n.inputs[0]; }
+
+// Below opset 17 torch.onnx spells layer_norm out: ReduceMean, Sub, Pow(2),
+// ReduceMean, Add(eps), Sqrt, Div, then Mul(weight), Add(bias). PyTorch runs
+// native_layer_norm, one kernel that keeps its input, the weight and fp32 mean and
+// rstd per row; left spelled out, memest kept the centred input, its square, the
+// root and the normalised copy (a small transformer at opset 14 read 7.7% high).
+void Fuser::layer_norm(int k) {
+  const Node& mean = g_.nodes[k];
+  if (mean.dead || mean.op != "ReduceMean" || mean.inputs.empty()) return;
+  const int x = mean.inputs[0];
+  if (x < 0 || !T(x).shape || T(x).shape->empty()) return;
+  const size_t rank = T(x).shape->size();
+  const std::vector<int64_t> axes = mean_axes(mean, rank);
+  if (axes.empty()) return;
+  for (size_t i = 0; i < axes.size(); ++i) {  // the trailing axes
+    if (axes[i] != static_cast<int64_t>(rank - axes.size() + i)) return;
+  }
+  const int sub = only_op(mean.outputs[0], "Sub");
+  if (sub < 0 || g_.nodes[sub].inputs[0] != x || g_.nodes[sub].inputs[1] != mean.outputs[0]) return;
+  const int centred = g_.nodes[sub].outputs[0];
+  if (T(centred).graph_output || uses_[centred] != 2) return;
+  int pow = -1, div = -1;
+  for (int c : consumers(centred)) {
+    if (g_.nodes[c].op == "Pow" && g_.nodes[c].inputs[0] == centred) pow = c;
+    if (g_.nodes[c].op == "Div" && g_.nodes[c].inputs[0] == centred) div = c;
+  }
+  if (pow < 0 || div < 0 || scalar_value(g_.nodes[pow].inputs[1]) != 2.0) return;
+  const int var = only_op(g_.nodes[pow].outputs[0], "ReduceMean");
+  if (var < 0 || mean_axes(g_.nodes[var], rank) != axes) return;
+  const int add = only_op(g_.nodes[var].outputs[0], "Add");
+  if (add < 0) return;
+  const auto eps = scalar_value(other_input(g_.nodes[add], g_.nodes[var].outputs[0]));
+  if (!eps) return;
+  const int sqrt = only_op(g_.nodes[add].outputs[0], "Sqrt");
+  if (sqrt < 0 || only_consumer(g_.nodes[sqrt].outputs[0]) != div || g_.nodes[div].inputs[1] != g_.nodes[sqrt].outputs[0]) {
+    return;
+  }
+  std::vector<int> dead = {k, sub, pow, var, add, sqrt, div};
+  std::vector<int> inputs = {x};
+  int last = div;
+  // An affine LayerNorm's weight and bias: parameters shaped like the normalised dims.
+  const Shape norm_dims(T(x).shape->end() - static_cast<int64_t>(axes.size()), T(x).shape->end());
+  auto affine = [&](int t) { return is_param(t) && T(t).shape && *T(t).shape == norm_dims; };
+  if (const int mul = only_op(g_.nodes[div].outputs[0], "Mul"); mul >= 0) {
+    const int w = other_input(g_.nodes[mul], g_.nodes[div].outputs[0]);
+    if (affine(w)) {
+      inputs.push_back(w);
+      dead.push_back(mul);
+      last = mul;
+      if (const int badd = only_op(g_.nodes[mul].outputs[0], "Add"); badd >= 0) {
+        const int b = other_input(g_.nodes[badd], g_.nodes[mul].outputs[0]);
+        if (affine(b)) {
+          inputs.push_back(b);
+          dead.push_back(badd);
+          last = badd;
         }
       }
     }
-    replace(last, "Gelu", {x}, dead);
   }
+  replace(last, "LayerNormalization", inputs, dead);
+  Node& ln = g_.nodes[last];
+  ln.domain.clear();  // ONNX's own op, as opset 17 writes it
+  ln.info = find_op("", "LayerNormalization");
+  Attribute axis;
+  axis.i = static_cast<int64_t>(rank - axes.size());
+  ln.attrs["axis"] = axis;
+  Attribute epsilon;
+  epsilon.kind = Attribute::Float;
+  epsilon.f = *eps;
+  ln.attrs["epsilon"] = epsilon;
+}
 
-  // The TorchScript exporter reorders an RNN weight's gate blocks (PyTorch's i,f,g,o
-  // to ONNX's i,o,f,c) with Slices of the parameter and a Concat of them. PyTorch
-  // copies nothing: cuDNN reads the parameter (lstm_lm fp32 was 2% over, the two
-  // 4 MiB copies of each layer held until its backward). A Concat of slices along
-  // axis 0 that together cover one parameter, each read by the Concat alone, is that
-  // parameter.
-  void weight_reorder(int k) {
-    Node& cat = g_.nodes[k];
-    if (cat.dead || cat.op != "Concat" || cat.attr_int("axis", 0) != 0 || cat.inputs.size() < 2) return;
-    int param = -1;
-    std::vector<int> dead = {k};
-    Expr rows(0);
-    for (int in : cat.inputs) {
-      Node* sl = producer(in);
-      if (!sl || sl->op != "Slice" || sl->inputs.empty() || only_consumer(in) != k) return;
-      const int src = sl->inputs[0];
-      if (src < 0 || T(src).kind != TensorKind::Parameter || (param >= 0 && src != param)) return;
-      param = src;
-      if (sl->inputs.size() > 3 && sl->inputs[3] >= 0) {  // axes: 0 only
-        const auto& axes = T(sl->inputs[3]).value;
-        if (!axes || axes->size() != 1 || !(*axes)[0].is_zero()) return;
-      }
-      if (!T(in).shape || T(in).shape->empty()) return;
-      rows = rows + T(in).shape->front();
-      dead.push_back(T(in).producer);
-    }
-    const auto& ps = T(param).shape;
-    const auto& cs = T(cat.outputs[0]).shape;
-    if (!ps || !cs || ps->empty() || !(rows == ps->front()) || *ps != *cs) return;
-    replace(k, "Identity", {param}, dead);
-    g_.nodes[k].domain.clear();  // ONNX's own Identity: a view
-    g_.nodes[k].info = find_op("", "Identity");
-  }
-
-  // One aten op that the dynamo exporter wrote as several nodes, all named after its
-  // FX node in their namespace (Node::call): GELU's tanh form becomes Mul, Pow, Add,
-  // Tanh... which eager PyTorch runs as one kernel saving only x. The nodes of the call
-  // must read one activation (and scalar constants) and hand one tensor on.
-  void aten_call(const std::vector<int>& nodes, const char* op) {
-    std::vector<int> made;
-    for (int k : nodes) {
-      for (int o : g_.nodes[k].outputs) {
-        if (o >= 0) made.push_back(o);
-      }
-    }
-    auto inside = [&](int t) { return std::find(made.begin(), made.end(), t) != made.end(); };
-    int x = -1, y = -1;
-    for (int k : nodes) {
-      for (int in : g_.nodes[k].inputs) {
-        if (in < 0 || inside(in) || is_scalar_const(in)) continue;
-        if (x >= 0 && in != x) return;
-        x = in;
-      }
-    }
-    for (int t : made) {
-      bool outside = T(t).graph_output;
-      for (int c : consumers(t)) outside |= std::find(nodes.begin(), nodes.end(), c) == nodes.end();
-      if (!outside) continue;
-      if (y >= 0 && t != y) return;
-      y = t;
-    }
-    const int last = nodes.back();
-    if (x < 0 || y < 0 || g_.nodes[last].outputs.empty() || g_.nodes[last].outputs[0] != y) return;
-    replace(last, op, {x}, nodes);
-  }
-
-  // The reduced axes of a ReduceMean that keeps its dims (an attribute up to opset
-  // 17, input 1 from 18), normalised and sorted; empty when unknown or not kept.
-  std::vector<int64_t> mean_axes(const Node& n, size_t rank) const {
-    if (n.op != "ReduceMean" || n.attr_int("keepdims", 1) == 0) return {};
-    std::vector<int64_t> axes;
-    if (n.attr("axes")) {
-      axes = n.attr_ints("axes");
-    } else if (n.has_input(1) && T(n.inputs[1]).value) {
-      for (const auto& e : *T(n.inputs[1]).value) {
-        auto c = e.as_const();
-        if (!c) return {};
-        axes.push_back(*c);
-      }
-    }
-    for (auto& a : axes) {
-      if (a < 0) a += static_cast<int64_t>(rank);
-      if (a < 0 || a >= static_cast<int64_t>(rank)) return {};
-    }
-    std::sort(axes.begin(), axes.end());
-    return axes;
-  }
-  // The single constant held by tensor t, when it is one.
-  std::optional<double> scalar_value(int t) const {
-    if (t < 0) return std::nullopt;
-    const Tensor& ten = T(t);
-    if (ten.fvalue && ten.fvalue->size() == 1) return (*ten.fvalue)[0];
-    if (ten.value && ten.value->size() == 1) {
-      if (auto c = (*ten.value)[0].as_const()) return static_cast<double>(*c);
-    }
-    return std::nullopt;
-  }
-  // The node reading tensor t once, when it is the only one and has this op; -1 otherwise.
-  int only_op(int t, const char* op) const {
-    const int c = only_consumer(t);
-    return c >= 0 && g_.nodes[c].op == op ? c : -1;
-  }
-  // The operand of a binary node other than t.
-  static int other_input(const Node& n, int t) { return n.inputs[0] == t ? n.inputs[1] : n.inputs[0]; }
-
-  // Below opset 17 torch.onnx spells layer_norm out: ReduceMean, Sub, Pow(2),
-  // ReduceMean, Add(eps), Sqrt, Div, then Mul(weight), Add(bias). PyTorch runs
-  // native_layer_norm, one kernel that keeps its input, the weight and fp32 mean and
-  // rstd per row; left spelled out, memest kept the centred input, its square, the
-  // root and the normalised copy (a small transformer at opset 14 read 7.7% high).
-  void layer_norm(int k) {
-    const Node& mean = g_.nodes[k];
-    if (mean.dead || mean.op != "ReduceMean" || mean.inputs.empty()) return;
-    const int x = mean.inputs[0];
-    if (x < 0 || !T(x).shape || T(x).shape->empty()) return;
-    const size_t rank = T(x).shape->size();
-    const std::vector<int64_t> axes = mean_axes(mean, rank);
-    if (axes.empty()) return;
-    for (size_t i = 0; i < axes.size(); ++i) {  // the trailing axes
-      if (axes[i] != static_cast<int64_t>(rank - axes.size() + i)) return;
-    }
-    const int sub = only_op(mean.outputs[0], "Sub");
-    if (sub < 0 || g_.nodes[sub].inputs[0] != x || g_.nodes[sub].inputs[1] != mean.outputs[0]) return;
-    const int centred = g_.nodes[sub].outputs[0];
-    if (T(centred).graph_output || uses_[centred] != 2) return;
-    int pow = -1, div = -1;
-    for (int c : consumers(centred)) {
-      if (g_.nodes[c].op == "Pow" && g_.nodes[c].inputs[0] == centred) pow = c;
-      if (g_.nodes[c].op == "Div" && g_.nodes[c].inputs[0] == centred) div = c;
-    }
-    if (pow < 0 || div < 0 || scalar_value(g_.nodes[pow].inputs[1]) != 2.0) return;
-    const int var = only_op(g_.nodes[pow].outputs[0], "ReduceMean");
-    if (var < 0 || mean_axes(g_.nodes[var], rank) != axes) return;
-    const int add = only_op(g_.nodes[var].outputs[0], "Add");
-    if (add < 0) return;
-    const auto eps = scalar_value(other_input(g_.nodes[add], g_.nodes[var].outputs[0]));
-    if (!eps) return;
-    const int sqrt = only_op(g_.nodes[add].outputs[0], "Sqrt");
-    if (sqrt < 0 || only_consumer(g_.nodes[sqrt].outputs[0]) != div || g_.nodes[div].inputs[1] != g_.nodes[sqrt].outputs[0]) {
-      return;
-    }
-    std::vector<int> dead = {k, sub, pow, var, add, sqrt, div};
-    std::vector<int> inputs = {x};
-    int last = div;
-    // An affine LayerNorm's weight and bias: parameters shaped like the normalised dims.
-    const Shape norm_dims(T(x).shape->end() - static_cast<int64_t>(axes.size()), T(x).shape->end());
-    auto affine = [&](int t) { return is_param(t) && T(t).shape && *T(t).shape == norm_dims; };
-    if (const int mul = only_op(g_.nodes[div].outputs[0], "Mul"); mul >= 0) {
-      const int w = other_input(g_.nodes[mul], g_.nodes[div].outputs[0]);
-      if (affine(w)) {
-        inputs.push_back(w);
-        dead.push_back(mul);
-        last = mul;
-        if (const int badd = only_op(g_.nodes[mul].outputs[0], "Add"); badd >= 0) {
-          const int b = other_input(g_.nodes[badd], g_.nodes[mul].outputs[0]);
-          if (affine(b)) {
-            inputs.push_back(b);
-            dead.push_back(badd);
-            last = badd;
-          }
+// F.group_norm, which both exporters write as Reshape(x, [N, G, -1]) ->
+// InstanceNormalization (unit scale, zero bias) -> Reshape back -> Mul(weight) ->
+// Add(bias): PyTorch runs native_group_norm, one kernel that saves the input and
+// per-(n, group) statistics. Left apart, each Reshape, the instance norm and the
+// affine Mul kept their own tensors (poolformer_s12 13% over, GroupNorm UNets 20%).
+void Fuser::group_norm(int k) {
+  Node& in = g_.nodes[k];
+  if (in.dead || in.op != "InstanceNormalization") return;
+  Node* r1 = producer(in.inputs[0]);
+  if (!r1 || r1->op != "Reshape" || !read_once(in.inputs[0])) return;
+  const int x = r1->inputs[0];
+  const auto& xs = T(x).shape;
+  const auto& gs = T(in.inputs[0]).shape;
+  if (!xs || !gs || xs->size() < 3 || gs->size() != 3) return;
+  const auto groups = (*gs)[1].as_const();
+  if (!groups || *groups <= 0) return;
+  const int r2k = only_consumer(in.outputs[0]);
+  if (r2k < 0 || g_.nodes[r2k].op != "Reshape") return;
+  const auto& ys = T(g_.nodes[r2k].outputs[0]).shape;
+  if (!ys || *ys != *xs) return;
+  std::vector<int> dead = {T(in.inputs[0]).producer, k, r2k};
+  int last = r2k;
+  int weight = -1, bias = -1;
+  const int mk = only_consumer(g_.nodes[r2k].outputs[0]);
+  if (mk >= 0 && g_.nodes[mk].op == "Mul") {
+    const Node& mul = g_.nodes[mk];
+    const int other = mul.inputs[0] == g_.nodes[r2k].outputs[0] ? mul.inputs[1] : mul.inputs[0];
+    if (const int w = param_behind(other); w >= 0) {
+      weight = w;
+      dead.push_back(mk);
+      last = mk;
+      const int ak = only_consumer(mul.outputs[0]);
+      if (ak >= 0 && g_.nodes[ak].op == "Add") {
+        const Node& add = g_.nodes[ak];
+        const int b = add.inputs[0] == mul.outputs[0] ? add.inputs[1] : add.inputs[0];
+        if (const int bp = param_behind(b); bp >= 0) {
+          bias = bp;
+          dead.push_back(ak);
+          last = ak;
         }
       }
     }
-    replace(last, "LayerNormalization", inputs, dead);
-    Node& ln = g_.nodes[last];
-    ln.domain.clear();  // ONNX's own op, as opset 17 writes it
-    ln.info = find_op("", "LayerNormalization");
-    Attribute axis;
-    axis.i = static_cast<int64_t>(rank - axes.size());
-    ln.attrs["axis"] = axis;
-    Attribute epsilon;
-    epsilon.kind = Attribute::Float;
-    epsilon.f = *eps;
-    ln.attrs["epsilon"] = epsilon;
   }
+  std::vector<int> inputs = {x};
+  if (weight >= 0) inputs.push_back(weight);
+  if (bias >= 0) inputs.push_back(bias);
+  replace(last, "GroupNorm", std::move(inputs), dead);
+  Attribute a;
+  a.kind = Attribute::Int;
+  a.i = *groups;
+  g_.nodes[last].attrs.emplace("num_groups", std::move(a));
+}
 
-  // x * sigmoid(x).
-  // F.group_norm, which both exporters write as Reshape(x, [N, G, -1]) ->
-  // InstanceNormalization (unit scale, zero bias) -> Reshape back -> Mul(weight) ->
-  // Add(bias): PyTorch runs native_group_norm, one kernel that saves the input and
-  // per-(n, group) statistics. Left apart, each Reshape, the instance norm and the
-  // affine Mul kept their own tensors (poolformer_s12 13% over, GroupNorm UNets 20%).
-  void group_norm(int k) {
-    Node& in = g_.nodes[k];
-    if (in.dead || in.op != "InstanceNormalization") return;
-    Node* r1 = producer(in.inputs[0]);
-    if (!r1 || r1->op != "Reshape" || !read_once(in.inputs[0])) return;
-    const int x = r1->inputs[0];
-    const auto& xs = T(x).shape;
-    const auto& gs = T(in.inputs[0]).shape;
-    if (!xs || !gs || xs->size() < 3 || gs->size() != 3) return;
-    const auto groups = (*gs)[1].as_const();
-    if (!groups || *groups <= 0) return;
-    const int r2k = only_consumer(in.outputs[0]);
-    if (r2k < 0 || g_.nodes[r2k].op != "Reshape") return;
-    const auto& ys = T(g_.nodes[r2k].outputs[0]).shape;
-    if (!ys || *ys != *xs) return;
-    std::vector<int> dead = {T(in.inputs[0]).producer, k, r2k};
-    int last = r2k;
-    int weight = -1, bias = -1;
-    const int mk = only_consumer(g_.nodes[r2k].outputs[0]);
-    if (mk >= 0 && g_.nodes[mk].op == "Mul") {
-      const Node& mul = g_.nodes[mk];
-      const int other = mul.inputs[0] == g_.nodes[r2k].outputs[0] ? mul.inputs[1] : mul.inputs[0];
-      if (const int w = param_behind(other); w >= 0) {
-        weight = w;
-        dead.push_back(mk);
-        last = mk;
-        const int ak = only_consumer(mul.outputs[0]);
-        if (ak >= 0 && g_.nodes[ak].op == "Add") {
-          const Node& add = g_.nodes[ak];
-          const int b = add.inputs[0] == mul.outputs[0] ? add.inputs[1] : add.inputs[0];
-          if (const int bp = param_behind(b); bp >= 0) {
-            bias = bp;
-            dead.push_back(ak);
-            last = ak;
-          }
+// ScatterND whose indices come from shapes alone (Shape, Range, Expand, ... of no tensor's
+// data): the legacy exporter's spelling of a slice assignment, attn[:, :, 1:, 1:] += rel
+// (mvitv2's relative position bias: int64 indices 8x the fp32 scores, kept for backward,
+// +86%). PyTorch writes through a view: no index tensor exists, nothing is saved, and the
+// nodes that built the indices for this node alone go with them.
+void Fuser::slice_assign(int k) {
+  Node& n = g_.nodes[k];
+  if (n.dead || n.inputs.size() != 3 || n.attr_string("reduction", "none") != "none") return;
+  std::vector<int> chain;
+  if (!from_shapes(n.inputs[1], chain, 0)) return;
+  // Keep a chain node that something outside the chain still reads.
+  std::vector<int> dead;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int c : chain) {
+      if (std::find(dead.begin(), dead.end(), c) != dead.end()) continue;
+      bool only_chain = true;
+      for (int out : g_.nodes[c].outputs) {
+        if (out < 0) continue;
+        only_chain = only_chain && !T(out).graph_output;
+        for (int r : consumers(out)) {
+          only_chain = only_chain && (r == k || std::find(dead.begin(), dead.end(), r) != dead.end());
         }
       }
-    }
-    std::vector<int> inputs = {x};
-    if (weight >= 0) inputs.push_back(weight);
-    if (bias >= 0) inputs.push_back(bias);
-    replace(last, "GroupNorm", std::move(inputs), dead);
-    Attribute a;
-    a.kind = Attribute::Int;
-    a.i = *groups;
-    g_.nodes[last].attrs.emplace("num_groups", std::move(a));
-  }
-
-  // ScatterND whose indices come from shapes alone (Shape, Range, Expand, ... of no tensor's
-  // data): the legacy exporter's spelling of a slice assignment, attn[:, :, 1:, 1:] += rel
-  // (mvitv2's relative position bias: int64 indices 8x the fp32 scores, kept for backward,
-  // +86%). PyTorch writes through a view: no index tensor exists, nothing is saved, and the
-  // nodes that built the indices for this node alone go with them.
-  void slice_assign(int k) {
-    Node& n = g_.nodes[k];
-    if (n.dead || n.inputs.size() != 3 || n.attr_string("reduction", "none") != "none") return;
-    std::vector<int> chain;
-    if (!from_shapes(n.inputs[1], chain, 0)) return;
-    // Keep a chain node that something outside the chain still reads.
-    std::vector<int> dead;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (int c : chain) {
-        if (std::find(dead.begin(), dead.end(), c) != dead.end()) continue;
-        bool only_chain = true;
-        for (int out : g_.nodes[c].outputs) {
-          if (out < 0) continue;
-          only_chain = only_chain && !T(out).graph_output;
-          for (int r : consumers(out)) {
-            only_chain = only_chain && (r == k || std::find(dead.begin(), dead.end(), r) != dead.end());
-          }
-        }
-        if (only_chain) {
-          dead.push_back(c);
-          changed = true;
-        }
+      if (only_chain) {
+        dead.push_back(c);
+        changed = true;
       }
     }
-    replace(k, "SliceAssign", {n.inputs[0], n.inputs[2]}, dead);
   }
-  // Whether tensor t is computed from shapes and constants alone; the nodes found are
-  // added to `chain`.
-  bool from_shapes(int t, std::vector<int>& chain, int depth) {
-    static constexpr std::string_view kIndexOps[] = {
-        "Range", "Expand", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Cast", "Add", "Sub", "Mul", "Div",
-        "Gather", "Slice", "Transpose", "ConstantOfShape", "Tile", "Equal", "Where", "Not", "Less", "Greater",
-        "Mod", "Neg", "Flatten", "Identity", "Constant", "Shape"};
-    if (t < 0 || depth > 64 || chain.size() > 256) return false;
-    if (T(t).kind == TensorKind::Constant) return true;
-    // Contents the shape pass knew are made from shapes too; their nodes go when unused.
-    const bool known = T(t).value.has_value();
-    Node* p = producer(t);
-    if (!p || T(t).kind != TensorKind::Activation || is_floating(T(t).dtype)) return known;
-    if (std::find(std::begin(kIndexOps), std::end(kIndexOps), p->op) == std::end(kIndexOps)) return known;
-    const int pk = T(t).producer;
-    if (std::find(chain.begin(), chain.end(), pk) != chain.end()) return true;
-    chain.push_back(pk);
-    if (p->op == "Shape") return true;  // reads its input's shape only
-    for (int in : p->inputs) {
-      if (in >= 0 && !from_shapes(in, chain, depth + 1)) return false;
-    }
-    return true;
+  replace(k, "SliceAssign", {n.inputs[0], n.inputs[2]}, dead);
+}
+
+// Whether tensor t is computed from shapes and constants alone; the nodes found are
+// added to `chain`.
+bool Fuser::from_shapes(int t, std::vector<int>& chain, int depth) {
+  static constexpr std::string_view kIndexOps[] = {
+      "Range", "Expand", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Cast", "Add", "Sub", "Mul", "Div",
+      "Gather", "Slice", "Transpose", "ConstantOfShape", "Tile", "Equal", "Where", "Not", "Less", "Greater",
+      "Mod", "Neg", "Flatten", "Identity", "Constant", "Shape"};
+  if (t < 0 || depth > 64 || chain.size() > 256) return false;
+  if (T(t).kind == TensorKind::Constant) return true;
+  // Contents the shape pass knew are made from shapes too; their nodes go when unused.
+  const bool known = T(t).value.has_value();
+  Node* p = producer(t);
+  if (!p || T(t).kind != TensorKind::Activation || is_floating(T(t).dtype)) return known;
+  if (std::find(std::begin(kIndexOps), std::end(kIndexOps), p->op) == std::end(kIndexOps)) return known;
+  const int pk = T(t).producer;
+  if (std::find(chain.begin(), chain.end(), pk) != chain.end()) return true;
+  chain.push_back(pk);
+  if (p->op == "Shape") return true;  // reads its input's shape only
+  for (int in : p->inputs) {
+    if (in >= 0 && !from_shapes(in, chain, depth + 1)) return false;
   }
+  return true;
+}
 
-  void silu(int k) {
-    Node& sg = g_.nodes[k];
-    if (sg.dead || sg.op != "Sigmoid") return;
-    int x = sg.inputs[0];
-    int m = only_consumer(sg.outputs[0]);
-    if (m < 0 || g_.nodes[m].op != "Mul") return;
-    const Node& mul = g_.nodes[m];
-    if (mul.inputs[0] != x && mul.inputs[1] != x) return;
-    replace(m, "Silu", {x}, {k, m});
-  }
-
-  Graph& g_;
-  int count_ = 0;
-  std::vector<int> uses_;         // live uses of each tensor
-  std::vector<int64_t> use_sum_;  // sum of the indices of the nodes using it
-  std::vector<int> fused_into_;   // per node a rewrite killed: the fused node that replaced it
-  bool relink_each_time_ = false;
-};
-
-}  // namespace
+// x * sigmoid(x).
+void Fuser::silu(int k) {
+  Node& sg = g_.nodes[k];
+  if (sg.dead || sg.op != "Sigmoid") return;
+  int x = sg.inputs[0];
+  int m = only_consumer(sg.outputs[0]);
+  if (m < 0 || g_.nodes[m].op != "Mul") return;
+  const Node& mul = g_.nodes[m];
+  if (mul.inputs[0] != x && mul.inputs[1] != x) return;
+  replace(m, "Silu", {x}, {k, m});
+}
 
 int fuse_patterns(Graph& g, const FuseOptions& opts) {
   Fuser f(g);
