@@ -112,10 +112,12 @@ TEST_CASE("rnn: a bidirectional layer is two pseudo-layers of cuDNN's workspace"
   CHECK(shape(g, "x1") == "[32, 64, 128]");
   // 2 layers x 2 directions = 4 pseudo-layers x 8.0986 MiB = 33,967,990 bytes; W and R of
   // both: 2 x 192 x (40 + 64 + 128 + 64) = 113,664 elements, 227,328 bytes in fp16; Y is
-  // 32 x 2 x 64 x 64 = 262,144 elements at round(5.2730 x 2) = 11 bytes: 2,883,584.
-  // 37,078,902 in all; counting each layer once (the earlier fit) gave 17,736,470.
+  // 32 x 2 x 64 x 64 = 262,144 elements; a hidden size under 192 in two directions takes
+  // 16 Y, round(16 x 2) = 32 bytes each: 8,388,608. The input (40) is narrower than the
+  // output (2 x 64): nothing for it. 42,583,926 in all; the fit alone (11 bytes per
+  // element of Y) gave 37,078,902, counting each layer once (the earlier fit) 17,736,470.
   const OpInfo* gru = find_op("", "GRU");
-  CHECK(gru->fwd_workspace(g, testing::producer(g, "y0"), DType::F16, true, false).str() == "37078902");
+  CHECK(gru->fwd_workspace(g, testing::producer(g, "y0"), DType::F16, true, false).str() == "42583926");
   CHECK(gru->fwd_workspace(g, testing::producer(g, "y1"), DType::F16, true, false).is_zero());
   // The reserve: (6 + 1) x 2 - 1 = 13 Y for the call, 12 on the first node.
   CHECK(extras(g, "y0") == "3145856:float16");
@@ -133,6 +135,22 @@ TEST_CASE("rnn: a single layer keeps its own reserve and workspace") {
   // 1,048,576 bytes), round(22.0566 x 2) = 44 bytes x 262,144: 21,008,639 (20.04 MiB;
   // 20.06 measured at batch 16, seq 64).
   CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).str() == "21008639");
+}
+
+TEST_CASE("rnn: a small hidden size and a wide input raise the workspace (the random grid)") {
+  // One fp32 LSTM layer, hidden 64, input 512, 16 steps x 8 samples.
+  Graph g = infer(R"(
+    input x float32 16,8,512
+    param w float32 1,256,512
+    param r float32 1,256,64
+    node LSTM x w r -> y hidden_size=64 @lstm
+  )");
+  // 1 pseudo-layer x 8.0968 MiB = 8,490,110 bytes; W and R 147,456 elements x 4 = 589,824;
+  // Y = 16 x 8 x 64 = 8,192 elements at 22 Y (hidden under 192, one direction), 88 bytes
+  // each: 720,896; the input's 512 - 64 = 448 features beyond Y's width x 128 steps and
+  // samples x 4 copies x 4 bytes: 917,504. 10,718,334 in all (the fit alone: 9,276,542).
+  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F32, true, false).str() ==
+        "10718334");
 }
 
 TEST_CASE("rnn: training facts") {
