@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <unordered_set>
 
 namespace memest {
 
@@ -172,46 +174,146 @@ int64_t constant_numel(const Tensor& t) {
 
 }  // namespace
 
-void split_deduplicated_initializers(Graph& g) {
+namespace {
+
+// The readers of one parameter among an initializer's readers: the name its copy takes
+// ("" for the name the module's own parameter would have), its module, its nodes.
+struct ReaderGroup {
+  std::string name;
+  std::string module;
+  std::vector<int> nodes;
+};
+
+// Readers by module instance, in graph order (files without FX metadata).
+std::vector<ReaderGroup> groups_by_module(const Graph& g, int id) {
+  std::vector<ReaderGroup> groups;
+  std::map<std::string, size_t> at;
+  for (int c : g.tensors[id].consumers) {
+    const Node& n = g.nodes[c];
+    if (n.dead) continue;
+    auto [it, fresh] = at.try_emplace(n.module, groups.size());
+    if (fresh) groups.push_back({"", n.module, {}});
+    std::vector<int>& nodes = groups[it->second].nodes;
+    if (nodes.empty() || nodes.back() != c) nodes.push_back(c);
+  }
+  return groups;
+}
+
+// Readers by the parameter their FX calls take. A reader's candidates are the parameters
+// its call takes that have no tensor of their own name (merged into another, or folded),
+// or the initializer's own; readers whose candidates meet read one parameter (a module
+// called from two places, CoaT's shared cpe1, or a tied weight that embedding and
+// lm_head both take), readers whose candidates are disjoint read different parameters
+// whose equal contents the exporter merged. A reader whose call names no candidate
+// (a merged scalar's, a statistic's) joins the first group. Empty when no reader's call
+// names one: then the FX metadata says nothing about this initializer.
+std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const ParameterReads& reads) {
+  const Tensor& t = g.tensors[id];
+  std::vector<std::vector<std::string_view>> sets;  // per group: the candidates its readers take
+  std::vector<ReaderGroup> groups;
+  std::vector<int> unnamed;
+  for (int c : t.consumers) {
+    const Node& n = g.nodes[c];
+    if (n.dead) continue;
+    std::vector<std::string_view> mine;
+    for (std::string_view p : reads.of(c)) {
+      if (p == t.name || g.find_tensor(p) < 0) mine.push_back(p);
+    }
+    if (mine.empty()) {
+      unnamed.push_back(c);
+      continue;
+    }
+    size_t into = groups.size();
+    for (size_t k = 0; k < groups.size() && into == groups.size(); ++k) {
+      for (std::string_view p : mine) {
+        if (std::find(sets[k].begin(), sets[k].end(), p) != sets[k].end()) into = k;
+      }
+    }
+    if (into == groups.size()) {
+      groups.push_back({"", n.module, {}});
+      sets.emplace_back();
+    }
+    sets[into].insert(sets[into].end(), mine.begin(), mine.end());
+    if (groups[into].nodes.empty() || groups[into].nodes.back() != c) groups[into].nodes.push_back(c);
+  }
+  if (groups.empty()) return groups;
+  // The group that takes the initializer's own name keeps it; the others are named after
+  // the parameter of theirs whose last component the initializer's has (the LayerNorm
+  // weight `norm.weight` of `norm.weight`, `norm.bias` merged into one initializer).
+  const size_t dot = t.name.rfind('.');
+  const std::string_view leaf = dot == std::string::npos ? std::string_view() : std::string_view(t.name).substr(dot);
+  for (size_t k = 0; k < groups.size(); ++k) {
+    if (std::find(sets[k].begin(), sets[k].end(), t.name) != sets[k].end()) {
+      std::swap(groups[k], groups[0]);
+      std::swap(sets[k], sets[0]);
+    }
+  }
+  for (size_t k = 1; k < groups.size(); ++k) {
+    for (std::string_view p : sets[k]) {
+      if (!leaf.empty() && p.ends_with(leaf)) {
+        groups[k].name = std::string(p);
+        break;
+      }
+    }
+  }
+  for (int c : unnamed) groups[0].nodes.push_back(c);
+  return groups;
+}
+
+}  // namespace
+
+void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
   constexpr int64_t kMaxDeduplicated = 1 << 16;
   const size_t n_tensors = g.tensors.size();
   for (size_t id = 0; id < n_tensors; ++id) {
+    int64_t numel = 0;
     {
       const Tensor& t = g.tensors[id];
       if (t.producer >= 0 || (t.kind != TensorKind::Parameter && t.kind != TensorKind::Buffer)) continue;
       if (!is_floating(t.dtype) || t.consumers.size() < 2) continue;
-      const int64_t numel = constant_numel(t);
-      if (numel <= 1 || numel > kMaxDeduplicated) continue;
+      numel = constant_numel(t);
+      if (numel <= 1) continue;
     }
-    // Consumers by module instance, in graph order.
-    std::map<std::string, std::vector<int>> by_module;
-    std::vector<std::string> order;
     bool affine_only = true, statistic = false;
     for (int c : g.tensors[id].consumers) {
       const Node& n = g.nodes[c];
       if (n.dead) continue;
       if (n.op == "BatchNormalization") statistic = true;
       affine_only = affine_only && is_affine_use(n.op);
-      auto [it, fresh] = by_module.try_emplace(n.module);
-      if (fresh) order.push_back(n.module);
-      if (it->second.empty() || it->second.back() != c) it->second.push_back(c);
     }
-    if (statistic || order.size() < 2) continue;
+    if (statistic) continue;
+    // The FX metadata tells merged parameters from shared ones at any size; without it,
+    // one per module instance, up to a size no tied weight has (tied embeddings are larger).
+    std::vector<ReaderGroup> groups;
+    bool by_parameter = false;
+    if (!reads.empty()) {
+      groups = groups_by_parameter(g, static_cast<int>(id), reads);
+      by_parameter = !groups.empty();
+    }
+    if (!by_parameter) {
+      if (numel > kMaxDeduplicated) continue;
+      groups = groups_by_module(g, static_cast<int>(id));
+    }
+    if (groups.size() < 2) continue;
     // A folded initializer the signature does not list (addcmul's alpha, as "tmp") is
-    // still the modules' weight when each module scales or shifts by it.
-    const TensorKind kind = g.tensors[id].kind == TensorKind::Buffer && affine_only ? TensorKind::Parameter
-                                                                                    : g.tensors[id].kind;
+    // still the modules' weight when each module scales or shifts by it; one the FX
+    // calls name as their parameters is one.
+    const TensorKind kind = g.tensors[id].kind == TensorKind::Buffer && (affine_only || by_parameter)
+                                ? TensorKind::Parameter
+                                : g.tensors[id].kind;
     g.tensors[id].kind = kind;
-    g.tensors[id].module = order.front();
+    g.tensors[id].module = groups.front().module;
     // Each copy takes the name the module's own parameter has (`encoder.ln.weight` for the
     // `encoder.layers.encoder_layer_0.ln_1.weight` all LayerNorms of a fresh model share),
     // so --train/--freeze patterns match it as they match model.named_parameters().
     const std::string merged = g.tensors[id].name;  // a copy: new_tensor() may move the tensors
     const size_t dot = merged.rfind('.');
     const std::string leaf = dot == std::string::npos ? "" : merged.substr(dot + 1);
-    for (size_t k = 1; k < order.size(); ++k) {
-      const std::string own = order[k].empty() || leaf.empty() ? "" : order[k] + "." + leaf;
-      const int copy = g.new_tensor(!own.empty() && g.find_tensor(own) < 0 ? own : merged + "#" + order[k]);
+    for (size_t k = 1; k < groups.size(); ++k) {
+      const ReaderGroup& r = groups[k];
+      std::string own = r.name;
+      if (own.empty() && !r.module.empty() && !leaf.empty()) own = r.module + "." + leaf;
+      const int copy = g.new_tensor(!own.empty() && g.find_tensor(own) < 0 ? own : merged + "#" + r.module);
       Tensor& t = g.tensors[copy];
       const Tensor& orig = g.tensors[id];
       t.dtype = orig.dtype;
@@ -219,8 +321,8 @@ void split_deduplicated_initializers(Graph& g) {
       t.shape = orig.shape;
       t.declared = orig.declared;
       t.fvalue = orig.fvalue;
-      t.module = order[k];
-      for (int c : by_module[order[k]]) {
+      t.module = r.module;
+      for (int c : r.nodes) {
         for (int& in : g.nodes[c].inputs) {
           if (in == static_cast<int>(id)) in = copy;
         }
@@ -230,26 +332,40 @@ void split_deduplicated_initializers(Graph& g) {
   g.relink();
 }
 
-int restore_dropped_gemm_biases(Graph& g, const std::vector<std::string_view>& parameters) {
+namespace {
+
+// The output features of layer `n` reading weight `w` without a bias input, where the
+// exporter's optimizer may have dropped a zero bias: a Gemm with two inputs (C is its
+// third), a Conv or ConvTranspose with two (B is their third). Empty for anything else.
+std::optional<Expr> biasless_out_features(const Node& n, int w, const Shape& ws) {
+  if (n.dead || n.inputs.size() != 2 || n.inputs[1] != w) return std::nullopt;
+  if (n.op == "Gemm" && ws.size() == 2) return n.attr_int("transB", 0) != 0 ? ws[0] : ws[1];
+  if (n.op == "Conv" && ws.size() >= 3) return ws[0];
+  // ConvTranspose's weight is [C_in, C_out / group, ...]: bias has C_out.
+  if (n.op == "ConvTranspose" && ws.size() >= 3) return ws[1] * Expr(n.attr_int("group", 1));
+  return std::nullopt;
+}
+
+}  // namespace
+
+int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters) {
   int restored = 0;
   for (std::string_view p : parameters) {
     if (!p.ends_with(".bias") || g.find_tensor(p) >= 0) continue;
     const std::string weight = std::string(p.substr(0, p.size() - 5)) + ".weight";
     const int w = g.find_tensor(weight);
-    if (w < 0 || !g.tensors[w].shape || g.tensors[w].shape->size() != 2) continue;
+    if (w < 0 || !g.tensors[w].shape) continue;
     const std::vector<int> readers = g.tensors[w].consumers;  // a copy: new_tensor() may move the tensors
     for (int k : readers) {
-      const Node& n = g.nodes[k];
-      if (n.dead || n.op != "Gemm" || n.inputs.size() != 2 || n.inputs[1] != w) continue;
-      const Shape& ws = *g.tensors[w].shape;
-      const Expr out = n.attr_int("transB", 0) != 0 ? ws[0] : ws[1];
+      const std::optional<Expr> out = biasless_out_features(g.nodes[k], w, *g.tensors[w].shape);
+      if (!out) continue;
       const DType dtype = g.tensors[w].dtype;
       const std::string module = g.tensors[w].module;
       const int b = g.new_tensor(std::string(p));  // may move the tensors: nothing held across it
       Tensor& bias = g.tensors[b];
       bias.kind = TensorKind::Parameter;
       bias.dtype = dtype;
-      bias.shape = Shape{out};
+      bias.shape = Shape{*out};
       bias.module = module;
       g.nodes[k].inputs.push_back(b);
       ++restored;
@@ -258,6 +374,101 @@ int restore_dropped_gemm_biases(Graph& g, const std::vector<std::string_view>& p
   }
   if (restored > 0) g.relink();
   return restored;
+}
+
+// Whether `name` is that of an FX node of an op that only lays a tensor out or casts it
+// ("permute_3", "t", "_to_copy_2"): an initializer of that name is the value of such a
+// call the exporter computed once (falcon's `matmul(%layer_norm, %permute)`, where
+// `permute` was its dense.weight transposed), so it is whatever it was computed from.
+// Other FX names ("index_5", "clone_2", "expand_2") are values computed from parameters
+// and buffers, no longer either.
+namespace {
+
+bool names_layout_call(std::string_view name) {
+  static constexpr std::string_view kLayout[] = {"permute", "t", "transpose", "view", "_unsafe_view",
+                                                 "reshape", "_to_copy", "unsqueeze", "squeeze"};
+  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.remove_suffix(1);
+  if (name.ends_with('_')) name.remove_suffix(1);
+  return std::find(std::begin(kLayout), std::end(kLayout), name) != std::end(kLayout);
+}
+
+}  // namespace
+
+// The exporter also folds weights' transposes into initializers of its own names
+// ("val_1188": lm_head.weight transposed), which are parameters all the same. An unlisted
+// initializer is taken for a buffer when it is small, or when no module that reads it
+// lists a parameter without an initializer of its name (so no weight of that module
+// folded: a LoRA adapter's 8 x 512 lora_A does). A listed buffer or constant is a
+// buffer whatever its size or reader (BART's final_logits_bias, read by the Add after
+// lm_head, whose tied weight folded).
+// With the FX metadata, a reader's own call can say it: the MatMul of `linear(%x,
+// %p_fc_weight, ...)` reading val_14 reads fc.weight, whatever the modules. An
+// initializer named after a layout call ("permute", "squeeze_2": names_layout_call) is
+// a weight only where a folded weight no FX call takes (so only such calls read it)
+// belongs to its reader's module: falcon's `permute` is, mpt's alibi `squeeze` in an
+// attention whose weights the calls take is not. A table the exporter computed from a
+// parameter (mvitv2's and swin's `index_N`, levit's attention biases gathered by a
+// buffer of indices) keeps the module rule and stays a parameter there: its own
+// parameter is in the file in no form, so its size cannot be known (parameter bytes
+// read over), but torch sends gradients through the computation, and as a buffer the
+// readers' saved inputs went uncounted (mvitv2_small's peak read 5.1% under).
+void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters,
+                              const std::vector<std::string_view>& buffers, const ParameterReads& reads) {
+  constexpr int64_t kMaxFoldedBuffer = 4096;
+  std::vector<bool> listed(g.tensors.size());
+  std::vector<std::string_view> folded;  // listed weights with no initializer of their name
+  for (std::string_view name : parameters) {
+    const int id = g.find_tensor(name);
+    if (id >= 0) {
+      listed[id] = true;
+    } else {
+      folded.push_back(name);
+    }
+  }
+  for (std::string_view name : buffers) {
+    const int id = g.find_tensor(name);
+    if (id >= 0 && !listed[id] && g.tensors[id].kind == TensorKind::Parameter) g.tensors[id].kind = TensorKind::Buffer;
+  }
+  // Whether a reader's module lists a folded weight; for a large initializer, whether a
+  // reader's module or one below it (any, for a reader of no known module) lists any
+  // folded parameter.
+  auto reads_folded = [&](const Tensor& ten, bool below, const std::vector<std::string_view>& candidates) {
+    for (int c : ten.consumers) {
+      const std::string& m = g.nodes[c].module;
+      for (std::string_view f : candidates) {
+        if (f.size() <= m.size() || f.compare(0, m.size(), m) != 0 || (!m.empty() && f[m.size()] != '.')) continue;
+        if (below || f.substr(m.size()) == ".weight") return true;
+      }
+    }
+    return false;
+  };
+  // Whether a reader's FX call takes a folded parameter; the folded parameters no FX
+  // call takes, which only calls the exporter computed once read (falcon's weights).
+  const std::unordered_set<std::string_view> folded_set(folded.begin(), folded.end());
+  std::unordered_set<std::string_view> taken;
+  for (const auto& ps : reads.by_node) taken.insert(ps.begin(), ps.end());
+  std::vector<std::string_view> untaken;
+  for (std::string_view f : folded) {
+    if (!taken.count(f)) untaken.push_back(f);
+  }
+  auto takes_folded = [&](const Tensor& ten) {
+    for (int c : ten.consumers) {
+      for (std::string_view p : reads.of(c)) {
+        if (folded_set.count(p)) return true;
+      }
+    }
+    return false;
+  };
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    Tensor& ten = g.tensors[t];
+    if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
+    int64_t numel = 1;
+    for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
+    const bool below = numel > kMaxFoldedBuffer;
+    const bool weight = reads.empty() ? reads_folded(ten, below, folded)
+                                      : takes_folded(ten) || reads_folded(ten, below, names_layout_call(ten.name) ? untaken : folded);
+    if (!weight) ten.kind = TensorKind::Buffer;
+  }
 }
 
 }  // namespace memest

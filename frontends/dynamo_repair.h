@@ -2,12 +2,28 @@
 // default from torch 2.9) leaves out of the graph, from the metadata it leaves on nodes.
 #pragma once
 
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "estimator/ir.h"
 
 namespace memest {
+
+/// The parameters each node reads, as the exporter's FX metadata names them: node k's FX
+/// call takes `of(k)` (the graph signature's targets of the `%p_...` placeholders among
+/// its arguments: `linear(%x, %p_fc_weight, %p_fc_bias)` gives fc.weight and fc.bias to
+/// the MatMul and the Add it became). Unlike the initializers' names, which the
+/// exporter's optimizer merges, folds and renames, these say which parameter each read
+/// is. Empty for a file without that metadata; nothing for nodes memest added.
+struct ParameterReads {
+  std::vector<std::vector<std::string_view>> by_node;
+  bool empty() const { return by_node.empty(); }
+  std::span<const std::string_view> of(int node) const {
+    if (node < 0 || static_cast<size_t>(node) >= by_node.size()) return {};
+    return by_node[static_cast<size_t>(node)];
+  }
+};
 
 /// The op a dynamo-exported node came from: the type of its "namespace" metadata's last
 /// component (".../bn1: torch.nn.modules.batchnorm.BatchNorm2d/_native_batch_norm_legit_functional:
@@ -52,14 +68,28 @@ void place_untraced_nodes(Graph& g);
 /// instance that reads such a small (at most 65,536 elements) floating initializer gets its
 /// own copy, a parameter where the modules scale or shift by it. A weight tied on purpose
 /// (ALBERT's layers) is read by one module instance and stays shared; tied embeddings are
-/// larger than the limit.
-void split_deduplicated_initializers(Graph& g);
+/// larger than the limit. With `reads` (the FX metadata), the readers' calls say which
+/// parameter each reads, so the copies are one per parameter, at any size, and a module
+/// reached from two places (CoaT's shared conv position encoding) keeps one.
+void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {});
 
-/// The exporter's optimizer drops a Gemm's bias that is all zeros (a fresh model's
-/// classifier: timm's head, torchvision's fc, HF's pooler), though the parameter still
-/// exists, gets a gradient and optimizer state. A bias the graph signature lists as a
-/// parameter but no tensor holds, of a module whose Gemm has no C input, is put back:
-/// [N] in the weight's dtype, N the Gemm's output features. Returns how many.
-int restore_dropped_gemm_biases(Graph& g, const std::vector<std::string_view>& parameters);
+/// The exporter's optimizer drops a bias that is all zeros from the Gemm, Conv or
+/// ConvTranspose that adds it (a fresh model's classifier: timm's head, torchvision's fc,
+/// HF's pooler; timm's squeeze-excite and 1x1-conv MLPs, whose conv biases start at zero),
+/// though the parameter still exists, gets a gradient and optimizer state. A bias the
+/// graph signature lists as a parameter but no tensor holds, of a module whose layer
+/// reads its weight without a bias input, is put back: [N] in the weight's dtype, N the
+/// layer's output features (channels). Returns how many.
+int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters);
+
+/// After lowering a dynamo export: a float initializer that its graph signature lists
+/// among `buffers` (BUFFER and CONSTANT_TENSOR targets), or does not list among
+/// `parameters` (PARAMETER targets) and that no folded weight explains, is a buffer the
+/// exporter lifted or folded (llama's inv_freq), not a weight with a gradient. With
+/// `reads` (the FX metadata), a folded weight explains an initializer only when a node
+/// that reads it takes that weight in its FX call. The reference reader, which reads the
+/// signature its own way, shares this rule.
+void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters,
+                              const std::vector<std::string_view>& buffers = {}, const ParameterReads& reads = {});
 
 }  // namespace memest

@@ -57,6 +57,21 @@ std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, s
   return number(rest.substr(0, rest.find(',')));
 }
 
+std::vector<std::string_view> fx_value_args(std::string_view fx_node) {
+  std::vector<std::string_view> out;
+  const size_t args = fx_node.find("](args = ");
+  if (args == std::string_view::npos) return out;
+  // FX names are Python identifiers; "%" appears nowhere else in the call's text.
+  auto ident = [](char c) { return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  for (size_t i = fx_node.find('%', args); i != std::string_view::npos; i = fx_node.find('%', i)) {
+    size_t end = ++i;
+    while (end < fx_node.size() && ident(fx_node[end])) ++end;
+    if (end > i) out.push_back(fx_node.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node) {
   if (fx_node.find("aten.scaled_dot_product_attention") == std::string_view::npos) return std::nullopt;
   return fx_number_arg(fx_node, 4, "dropout_p");

@@ -6,12 +6,17 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace memest {
 
 /// The numeric argument of the FX call at `position` (0-based, positional) or named
 /// `keyword`; nullopt when the call has neither or it is not a number (a %tensor, None).
 std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, std::string_view keyword);
+
+/// The FX values the call takes (the `%name`s of its args and kwargs), in order: the
+/// graph signature's placeholders among them (`%p_fc_weight`) name the parameters it reads.
+std::vector<std::string_view> fx_value_args(std::string_view fx_node);
 
 /// scaled_dot_product_attention's dropout_p (5th argument) when `fx_node` is that call.
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node);

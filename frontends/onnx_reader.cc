@@ -181,6 +181,8 @@ class Lowering {
 
   /// The inputs BatchNormalization nodes take as running mean and variance.
   const std::vector<int>& bn_statistics() const { return bn_statistics_; }
+  /// Per node, its FX call ("pkg.torch.onnx.fx_node"; "" for none): views into the file.
+  const std::vector<std::string_view>& fx_calls() const { return fx_calls_; }
 
  private:
   // The graph's nodes pass through a short pipeline: each is decoded a few nodes
@@ -382,6 +384,11 @@ class Lowering {
       const std::string_view trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
       if (!trace.empty()) node.py_stack = stacks_.read(trace, ns);
       node.call = aten_call(ns);
+      const std::string_view fx = node_metadata(n, "pkg.torch.onnx.fx_node");
+      if (!fx.empty()) {
+        fx_calls_.resize(g_.nodes.size());
+        fx_calls_.back() = fx;
+      }
       // The exporter's scaled_dot_product_attention drops dropout_p from the graph; the
       // FX call still says it (fuse.cc gives it to the Attention it builds).
       if (ns.find("scaled_dot_product_attention") != std::string_view::npos) {
@@ -392,7 +399,7 @@ class Lowering {
           one.i = 1;
           node.attrs["from_sdpa"] = one;
         }
-        if (const auto p = fx_sdpa_dropout(node_metadata(n, "pkg.torch.onnx.fx_node")); p && *p > 0) {
+        if (const auto p = fx_sdpa_dropout(fx); p && *p > 0) {
           Attribute a;
           a.kind = Attribute::Float;
           a.f = *p;
@@ -533,6 +540,7 @@ class Lowering {
   TensorTypeView type_;
   std::vector<int64_t> dims_;
   std::vector<int> bn_statistics_;
+  std::vector<std::string_view> fx_calls_;
 };
 
 // Floating initializers are parameters unless they are BatchNorm running
@@ -557,27 +565,57 @@ void classify_initializers(Graph& g, const std::vector<int>& bn_statistics) {
 
 // The dynamo exporter's graph signature (GraphProto.metadata_props, field 16 of
 // onnx >= 1.18, under "pkg.torch.export.ExportedProgram.graph_signature"), one input
-// a line: "p_fc_weight: PARAMETER target='fc.weight'". The targets it lists as `kind`
-// (PARAMETER, BUFFER, CONSTANT_TENSOR), when the file has one; it also lifts buffers and
-// folded constants to initializers (llama's rotary inv_freq, as "expand_2"), which must
-// not get gradients.
-std::optional<std::vector<std::string_view>> exported_targets(const ModelView& model, std::string_view kind) {
-  std::optional<std::vector<std::string_view>> out;
+// a line: "p_fc_weight: PARAMETER target='fc.weight'". Calls `fn(placeholder, target)`
+// for each input of `kind` (PARAMETER, BUFFER, CONSTANT_TENSOR); false without a signature.
+template <typename Fn>
+bool each_signature_input(const ModelView& model, std::string_view kind, Fn fn) {
+  bool found = false;
   std::string tag = ": ";
   tag.append(kind).append(" target='");
   model.graph.each_field([&](const wire::Field& f) {
     if (f.number != 16 || f.type != wire::kLen || !onnx_schema::check_entry(f.data)) return;
     const EntryView e = read_entry(f.data);
     if (e.key != "pkg.torch.export.ExportedProgram.graph_signature") return;
-    if (!out) out.emplace();
+    found = true;
     for (size_t at = e.value.find(tag); at != std::string_view::npos; at = e.value.find(tag, at + 1)) {
       const size_t start = at + tag.size();
       const size_t end = e.value.find('\'', start);
       if (end == std::string_view::npos) break;
-      out->push_back(e.value.substr(start, end - start));
+      const size_t line = e.value.rfind('\n', at);
+      const size_t from = line == std::string_view::npos ? 0 : line + 1;
+      fn(e.value.substr(from, at - from), e.value.substr(start, end - start));
     }
   });
+  return found;
+}
+
+// The targets the signature lists as `kind`, when the file has one; it also lifts buffers
+// and folded constants to initializers (llama's rotary inv_freq, as "expand_2"), which
+// must not get gradients.
+std::optional<std::vector<std::string_view>> exported_targets(const ModelView& model, std::string_view kind) {
+  std::vector<std::string_view> out;
+  if (!each_signature_input(model, kind, [&](std::string_view, std::string_view target) { out.push_back(target); })) {
+    return std::nullopt;
+  }
   return out;
+}
+
+// Per node, the parameters its FX call takes as arguments (fx_calls[k]: node k's
+// "pkg.torch.onnx.fx_node" metadata), by the signature's placeholder names.
+ParameterReads parameter_reads(const ModelView& model, const std::vector<std::string_view>& fx_calls) {
+  std::unordered_map<std::string_view, std::string_view> target_of;
+  each_signature_input(model, "PARAMETER", [&](std::string_view placeholder, std::string_view target) {
+    target_of.emplace(placeholder, target);
+  });
+  ParameterReads reads;
+  if (target_of.empty()) return reads;
+  reads.by_node.resize(fx_calls.size());
+  for (size_t k = 0; k < fx_calls.size(); ++k) {
+    for (std::string_view arg : fx_value_args(fx_calls[k])) {
+      if (auto it = target_of.find(arg); it != target_of.end()) reads.by_node[k].push_back(it->second);
+    }
+  }
+  return reads;
 }
 
 // The names the TorchScript helper lists as buffers (it knows exactly which initializers are).
@@ -627,70 +665,34 @@ Graph read_model(std::string_view bytes, const std::string& file) {
   lowering.run();
   place_untraced_nodes(g);
   classify_initializers(g, lowering.bn_statistics());
+  ParameterReads reads;
   if (const auto params = exported_targets(model, "PARAMETER")) {
     std::vector<std::string_view> buffers = exported_targets(model, "BUFFER").value_or(std::vector<std::string_view>{});
     for (std::string_view c : exported_targets(model, "CONSTANT_TENSOR").value_or(std::vector<std::string_view>{})) {
       buffers.push_back(c);
     }
-    keep_exported_parameters(g, *params, buffers);
-    restore_dropped_gemm_biases(g, *params);
+    reads = parameter_reads(model, lowering.fx_calls());
+    keep_exported_parameters(g, *params, buffers, reads);
+    restore_dropped_biases(g, *params);
   }
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
   }
-  recover_module_paths(g);
-  if (!g.python.empty()) split_deduplicated_initializers(g);
+  // The dynamo exporter's namespaces carry whole module paths, so the legacy exporter's
+  // scope repair has nothing to mend there, and it would mis-mend: a module reading an
+  // initializer the exporter merged across modules (focalnet's final `norm` reading
+  // layers.3.downsample.norm.weight) looked like a scope that lost its path, and moved
+  // into that module, so the merged weight was split one copy short.
+  if (g.python.empty()) {
+    recover_module_paths(g);
+  } else {
+    split_deduplicated_initializers(g, reads);
+  }
   return g;
 }
 
 }  // namespace
-
-// The exporter also folds weights' transposes into initializers of its own names
-// ("val_1188": lm_head.weight transposed), which are parameters all the same. An unlisted
-// initializer is taken for a buffer when it is small, or when no module that reads it
-// lists a parameter without an initializer of its name (so no weight of that module
-// folded: a LoRA adapter's 8 x 512 lora_A does). A listed buffer or constant is a
-// buffer whatever its size or reader (BART's final_logits_bias, read by the Add after
-// lm_head, whose tied weight folded).
-void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters,
-                              const std::vector<std::string_view>& buffers) {
-  constexpr int64_t kMaxFoldedBuffer = 4096;
-  std::vector<bool> listed(g.tensors.size());
-  std::vector<std::string_view> folded;  // listed weights with no initializer of their name
-  for (std::string_view name : parameters) {
-    const int id = g.find_tensor(name);
-    if (id >= 0) {
-      listed[id] = true;
-    } else {
-      folded.push_back(name);
-    }
-  }
-  for (std::string_view name : buffers) {
-    const int id = g.find_tensor(name);
-    if (id >= 0 && !listed[id] && g.tensors[id].kind == TensorKind::Parameter) g.tensors[id].kind = TensorKind::Buffer;
-  }
-  // Whether a reader's module lists a folded weight; for a large initializer, whether a
-  // reader's module or one below it (any, for a reader of no known module) lists any
-  // folded parameter.
-  auto reads_folded = [&](const Tensor& ten, bool below) {
-    for (int c : ten.consumers) {
-      const std::string& m = g.nodes[c].module;
-      for (std::string_view f : folded) {
-        if (f.size() <= m.size() || f.compare(0, m.size(), m) != 0 || (!m.empty() && f[m.size()] != '.')) continue;
-        if (below || f.substr(m.size()) == ".weight") return true;
-      }
-    }
-    return false;
-  };
-  for (size_t t = 0; t < g.tensors.size(); ++t) {
-    Tensor& ten = g.tensors[t];
-    if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
-    int64_t numel = 1;
-    for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
-    if (!reads_folded(ten, numel > kMaxFoldedBuffer)) ten.kind = TensorKind::Buffer;
-  }
-}
 
 Graph read_onnx_bytes(const std::string& bytes, const std::string& file) { return read_model(bytes, file); }
 

@@ -356,3 +356,121 @@ TEST_CASE("dynamo export: a classifier's zero bias the exporter dropped from its
   }
   CHECK(param_bytes == (10 * 32 + 10) * 4);
 }
+
+TEST_CASE("dynamo export: a zero conv bias the exporter dropped is put back, with the conv's output channels") {
+  // timm's squeeze-excite and 1x1-conv MLP biases start at zero, and the optimizer drops
+  // them from the Conv as from a Gemm (focalnet_tiny_lrf: 66 biases, 171,072 bytes).
+  // conv: weight [8, 3, 3, 3], bias [8]; up (ConvTranspose, group 2): weight [8, 3, 2, 2]
+  // is [C_in, C_out / group, kH, kW], so its bias has 3 * 2 = 6 channels.
+  const std::string signature =
+      "# inputs\np_conv_weight: PARAMETER target='conv.weight'\np_conv_bias: PARAMETER target='conv.bias'\n"
+      "p_up_weight: PARAMETER target='up.weight'\np_up_bias: PARAMETER target='up.bias'\nx: USER_INPUT\n";
+  const std::string group2 = lfield(5, lfield(1, "group") + vfield(3, 2) + vfield(20, 2));  // INT attribute
+  const std::string body =
+      lfield(1, lfield(1, "x") + lfield(1, "conv.weight") + lfield(2, "c") + lfield(4, "Conv")) +
+      lfield(1, lfield(1, "c") + lfield(1, "up.weight") + lfield(2, "y") + lfield(4, "ConvTranspose") + group2) +
+      initializer("conv.weight", {8, 3, 3, 3}) + initializer("up.weight", {8, 3, 2, 2}) +
+      lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(3) + dim_value(8) + dim_value(8)))) +
+      lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(6) + dim_value(14) + dim_value(14))));
+  const Graph g = read_onnx_bytes(
+      model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
+  const int b = g.find_tensor("conv.bias");
+  const int u = g.find_tensor("up.bias");
+  REQUIRE(b >= 0);
+  REQUIRE(u >= 0);
+  CHECK(*g.tensors[b].shape == Shape{Expr(8)});
+  CHECK(*g.tensors[u].shape == Shape{Expr(6)});
+  CHECK(g.nodes[0].inputs.size() == 3);
+  int64_t param_bytes = 0;
+  for (const Tensor& t : g.tensors) {
+    if (t.kind == TensorKind::Parameter) param_bytes += product(*t.shape).as_const().value_or(0) * 4;
+  }
+  CHECK(param_bytes == (8 * 3 * 3 * 3 + 8 + 8 * 3 * 2 * 2 + 6) * 4);  // 216 + 8 + 96 + 6 floats
+}
+
+namespace {
+
+int64_t parameter_bytes(const Graph& g) {
+  int64_t bytes = 0;
+  for (const Tensor& t : g.tensors) {
+    if (t.kind == TensorKind::Parameter && !t.consumers.empty()) bytes += product(*t.shape).as_const().value_or(0) * 4;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("dynamo export: the FX calls say which parameter each reader of a merged initializer reads") {
+  // a.norm.weight (4 floats, all ones) is what the exporter kept of a.norm.weight and
+  // b.norm.weight, whose FX calls name different parameters: two parameters. cpe.w
+  // (CoaT's conv position encoding, one module the model calls from s.0 and s.1) is read
+  // from two module paths, but both calls name cpe.w: one parameter, as torch counts it.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4
+param a.norm.weight float32 4
+param cpe.w float32 4
+node Mul x a.norm.weight -> p @a.norm
+node Mul p a.norm.weight -> q @b.norm
+node Mul q cpe.w -> r @s.0.cpe
+node Mul r cpe.w -> y @s.1.cpe
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"a.norm.weight", "a.norm.bias"}, {"b.norm.weight", "b.norm.bias"}, {"cpe.w"}, {"cpe.w"}};
+  split_deduplicated_initializers(g, reads);
+  REQUIRE(g.find_tensor("b.norm.weight") >= 0);
+  CHECK(g.nodes[1].inputs[1] == g.find_tensor("b.norm.weight"));
+  CHECK(g.nodes[2].inputs[1] == g.nodes[3].inputs[1]);
+  CHECK(parameter_bytes(g) == (4 + 4 + 4) * 4);  // a.norm.weight, b.norm.weight, cpe.w
+
+  // Without the FX metadata, one copy per module: cpe.w counted twice (the 167,936 bytes
+  // st_coat_lite_mini read over).
+  Graph h = read_text_graph(R"(
+opset 18
+input x float32 batch,4
+param cpe.w float32 4
+node Mul x cpe.w -> r @s.0.cpe
+node Mul r cpe.w -> y @s.1.cpe
+output y
+)");
+  h.relink();
+  split_deduplicated_initializers(h);
+  CHECK(parameter_bytes(h) == 2 * 4 * 4);
+}
+
+TEST_CASE("dynamo export: an unlisted initializer is a parameter when its reader's FX call takes a folded one") {
+  // fc.weight and attn.proj.weight are listed with no initializer of their names. val_14
+  // (32 x 16) is read by the MatMul of linear(%x, %p_fc_weight): fc.weight transposed,
+  // though its reader is in no module of a folded weight. index_5 (8 x 16 x 16, 2,048
+  // floats) is read by add(%m, %index_5) in attn, a module with no folded weight of its
+  // own: a table computed at export, a buffer. permute (16 x 16) is read by
+  // matmul(%s, %permute), a call naming no parameter: the value of a transpose the
+  // exporter computed, that of attn.proj.weight, which no FX call takes (falcon).
+  // squeeze (16) is read in fc, whose folded weight an FX call does take (mpt's alibi
+  // slopes, a buffer).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,32
+param val_14 float32 32,16
+param index_5 float32 8,16,16
+param permute float32 16,16
+param squeeze float32 16
+node MatMul x val_14 -> m @head
+node Add m index_5 -> s @attn
+node MatMul s permute -> t @attn.proj
+node Add t squeeze -> y @fc
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"fc.weight", "fc.bias"}, {}, {}, {}};
+  const std::vector<std::string_view> params = {"fc.weight", "fc.bias", "attn.proj.weight"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("val_14")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("index_5")].kind == TensorKind::Buffer);
+  CHECK(g.tensors[g.find_tensor("permute")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("squeeze")].kind == TensorKind::Buffer);
+  CHECK(parameter_bytes(g) == (32 * 16 + 16 * 16) * 4);
+}

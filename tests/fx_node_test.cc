@@ -24,3 +24,19 @@ TEST_CASE("fx_node: scaled_dot_product_attention's dropout_p, positional or by k
   CHECK(fx_sdpa_dropout("%d = call_function[target=torch.ops.aten.native_dropout.default](args = (%x, 0.1, True))") ==
         std::nullopt);
 }
+
+TEST_CASE("fx_node: the FX values a call takes, which name the parameters it reads") {
+  // focalnet's final norm (torch 2.11): the placeholders of norm.weight and norm.bias.
+  const char* norm =
+      "%layer_norm_28 : [num_users=1] = call_function[target=torch.ops.aten.layer_norm.default](args = "
+      "(%permute_56, [768], %p_norm_weight, %p_norm_bias, 1e-05, False), kwargs = {})";
+  const std::vector<std::string_view> args = fx_value_args(norm);
+  REQUIRE(args.size() == 3);
+  CHECK(args[0] == "permute_56");
+  CHECK(args[1] == "p_norm_weight");
+  CHECK(args[2] == "p_norm_bias");
+  // The call's own name before "args" is not an argument; kwargs' values are.
+  CHECK(fx_value_args("%y : [num_users=1] = call_function[target=f](args = (), kwargs = {w: %p_w})") ==
+        std::vector<std::string_view>{"p_w"});
+  CHECK(fx_value_args("not an FX call %x").empty());
+}

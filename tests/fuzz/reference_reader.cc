@@ -576,14 +576,22 @@ Graph read_model(std::string_view bytes, std::string* owner, const std::string& 
   if (params) {
     const std::vector<std::string_view> listed(params->begin(), params->end());
     keep_exported_parameters(g, listed, std::vector<std::string_view>(lifted.begin(), lifted.end()));
-    restore_dropped_gemm_biases(g, listed);
+    restore_dropped_biases(g, listed);
   }
   for (const auto& name : buffers) {
     int id = g.find_tensor(name);
     if (id >= 0) g.tensors[id].kind = TensorKind::Buffer;
   }
-  recover_module_paths(g);
-  if (!g.python.empty()) split_deduplicated_initializers(g);
+  // The dynamo exporter's namespaces carry whole module paths, so the legacy exporter's
+  // scope repair has nothing to mend there, and it would mis-mend: a module reading an
+  // initializer the exporter merged across modules (focalnet's final `norm` reading
+  // layers.3.downsample.norm.weight) looked like a scope that lost its path, and moved
+  // into that module, so the merged weight was split one copy short.
+  if (g.python.empty()) {
+    recover_module_paths(g);
+  } else {
+    split_deduplicated_initializers(g);
+  }
   return g;
 }
 
