@@ -7,6 +7,13 @@ dtype, and records what cuDNN took beyond the outputs for the forward call and t
 backward calls (input gradient and weight gradient together, weight gradient alone),
 as kernels.probe_conv does for 2-D. A seed draws a grid; the model of the workspace is
 fitted on one seed and checked on another (disjoint) one.
+
+`--family pointwise` draws only dense 1x1 stride-1 2-D convolutions at small spatial
+sizes (where the weight gradient's engine, and so its workspace, changes from layer to
+layer: per-sample fp32 partials, NHWC copies, or 64 partials); `--family conv3d` only
+dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelope most).
+`--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
+so the engine behind a workspace can be named.
 """
 import argparse
 import json
@@ -48,6 +55,49 @@ def draw(r):
             "bias": r.random() < 0.5}
 
 
+def draw_pointwise(r):
+    cin = r.choice([32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 832, 864, 960, 1024, 1280, 2048])
+    cout = r.choice([32, 64, 96, 128, 160, 192, 256, 320, 384, 512, 768, 1024, 2048])
+    size = r.choice([7, 7, 8, 10, 14, 14, 16, 17, 28])
+    n = r.choice([1, 2, 4, 8, 16, 32, 64, 128])
+    return {"nd": 2, "transposed": False, "n": n, "cin": cin, "cout": cout, "spatial": [size, size], "k": 1,
+            "stride": 1, "pad": 0, "dil": 1, "groups": 1, "dtype": r.choice(["float32", "float16", "bfloat16"]),
+            "opad": 0, "bias": r.random() < 0.5}
+
+
+def draw_conv3d(r):
+    cin = r.choice([3, 8, 16, 24, 32, 48, 64, 96, 128, 256])
+    cout = r.choice([8, 16, 32, 64, 96, 128, 256])
+    k = r.choice([3, 5, 7])
+    stride = r.choice([1, 1, 2])
+    dil = r.choice([1, 1, 2, 3]) if stride == 1 else 1
+    spatial = [r.choice([4, 8, 16]), r.choice([8, 16, 28, 32]), r.choice([8, 16, 28, 32])]
+    pad = (dil * (k - 1)) // 2 if r.random() < 0.7 else 0
+    if any(s + 2 * pad < dil * (k - 1) + 1 for s in spatial):
+        pad = (dil * (k - 1)) // 2
+    per_sample = max(cin, cout) * _prod(spatial)
+    n = min(max(1, int(2 ** 26 // per_sample)), r.choice([1, 2, 4, 8, 16, 32]))
+    return {"nd": 3, "transposed": False, "n": n, "cin": cin, "cout": cout, "spatial": spatial, "k": k,
+            "stride": stride, "pad": pad, "dil": dil, "groups": 1, "dtype": r.choice(["float32", "float16", "bfloat16"]),
+            "opad": 0, "bias": r.random() < 0.5}
+
+
+FAMILIES = {"any": draw, "pointwise": draw_pointwise, "conv3d": draw_conv3d}
+
+
+def _kernels(torch, fn):
+    """Names of the CUDA kernels fn launches, in order, each once."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = []
+    for e in prof.events():
+        if "CUDA" in str(getattr(e, "device_type", "")) and e.name not in names:
+            names.append(e.name)
+    return names
+
+
 def _prod(xs):
     p = 1
     for x in xs:
@@ -55,7 +105,7 @@ def _prod(xs):
     return p
 
 
-def probe(torch, c):
+def probe(torch, c, kernels=False):
     import torch.nn.functional as F
     nd = c["nd"]
     dt = getattr(torch, c["dtype"])
@@ -79,8 +129,14 @@ def probe(torch, c):
     gy = torch.randn_like(y)
     del y
     for name, mask in (("bwd", [True, True, c["bias"]]), ("bwd_first", [False, True, c["bias"]])):
-        rows[name] = _events(torch, lambda: torch.ops.aten.convolution_backward(
-            gy, x, wt, [c["cout"]] if c["bias"] else None, stride, pad, dil, c["transposed"], opad, c["groups"], mask))
+        call = lambda: torch.ops.aten.convolution_backward(
+            gy, x, wt, [c["cout"]] if c["bias"] else None, stride, pad, dil, c["transposed"], opad, c["groups"], mask)
+        rows[name] = _events(torch, call)
+        if kernels:
+            try:
+                rows[name + "_kernels"] = _kernels(torch, call)
+            except Exception as exc:  # the profiler is evidence, not the probe
+                rows[name + "_kernels"] = ["error: %s" % type(exc).__name__]
     return rows
 
 
@@ -90,6 +146,8 @@ def main(argv):
     p.add_argument("--n", type=int, default=500)
     p.add_argument("--out", required=True)
     p.add_argument("--deadline", type=float, default=0)
+    p.add_argument("--family", choices=sorted(FAMILIES), default="any")
+    p.add_argument("--kernels", action="store_true", help="record each backward call's CUDA kernels")
     args = p.parse_args(argv)
     import torch
     r = random.Random(args.seed)
@@ -99,10 +157,10 @@ def main(argv):
         for i in range(args.n):
             if args.deadline and time.time() > args.deadline:
                 break
-            c = draw(r)
-            row = {"seed": args.seed, "i": i, "cfg": c, "versions": meta}
+            c = FAMILIES[args.family](r)
+            row = {"seed": args.seed, "i": i, "family": args.family, "cfg": c, "versions": meta}
             try:
-                row.update(probe(torch, c))
+                row.update(probe(torch, c, args.kernels))
                 row["status"] = "ok"
             except Exception as exc:
                 row["status"] = "error: %s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0][:200])
