@@ -168,6 +168,10 @@ memest_matrix(matrix-blind5-h200-torch2.11 SETS sample11 random8)
 memest_matrix(matrix-blind5b-h200-torch2.11 SETS random9)
 memest_matrix(matrix-blind6-h200-torch2.11 SETS sample12 random10)
 memest_matrix(matrix-blind6b-h200-torch2.11 SETS random11)
+# Session 13's blind sample (sample seed 13 and random seed 12; random seed 13 in a second
+# archive), compared once (blind7-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind7-h200-torch2.11 SETS sample13 random12)
+memest_matrix(matrix-blind7b-h200-torch2.11 SETS random13)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
