@@ -234,6 +234,17 @@ node Add n d -> y
 output y
 )"), o);
   CHECK(live_ops(other).count("LayerNormalization") == 0);
+  // From opset 17 on the exporters write nn.LayerNorm as LayerNormalization: the same ops
+  // there are the model's own code (I-BERT's IntLayerNorm), run op by op, and stay apart.
+  std::string own_text = text;
+  own_text.replace(own_text.find("opset 14"), 8, "opset 17");
+  const Analysis own = analyze(read_text_graph(own_text), o);
+  CHECK(live_ops(own).count("LayerNormalization") == 0);
+  CHECK(live_ops(own).at("ReduceMean") == 2);
+  // Autograd keeps the centred input (pow's and div's operand, 4096 bytes at batch 4,
+  // seq 8), the root (div's divisor, 128) and the quotient (mul's operand, 4096) where
+  // native_layer_norm keeps x, mean and rstd: more, never less.
+  CHECK(estimate(own, 4, 8).peak.peak_bytes > estimate(a, 4, 8).peak.peak_bytes);
 }
 
 TEST_CASE("an op memest does not know: one warning, inputs kept, its bytes counted as resting on a fallback") {
