@@ -2,7 +2,8 @@
 # Session 13's fourth GPU call: allocator traces of the blind sample's misses
 # (blind7-compare-h200-torch2.11.txt), training data now that it was compared once:
 # I-BERT (-11.2% legacy; its largest batch +19% over), levit_conv_256 (-4.2%),
-# eca_nfnet_l2, mobilenetv1_100h and lowformer_e1 fp16 (+13.4%, +7.5%, +8.4%), and random modules of seeds 12 and 13 under by 8-49%.
+# eca_nfnet_l2, mobilenetv1_100h and lowformer_e1 fp16 (+13.4%, +7.5%, +8.4%), and random
+# modules of seeds 12 and 13 under by 8-49%.
 #   bash validate/gpu_session13d.sh SECONDS
 set -u
 export PYTHONUNBUFFERED=1
