@@ -376,14 +376,14 @@ int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parame
   return restored;
 }
 
+namespace {
+
 // Whether `name` is that of an FX node of an op that only lays a tensor out or casts it
 // ("permute_3", "t", "_to_copy_2"): an initializer of that name is the value of such a
 // call the exporter computed once (falcon's `matmul(%layer_norm, %permute)`, where
 // `permute` was its dense.weight transposed), so it is whatever it was computed from.
 // Other FX names ("index_5", "clone_2", "expand_2") are values computed from parameters
 // and buffers, no longer either.
-namespace {
-
 bool names_layout_call(std::string_view name) {
   static constexpr std::string_view kLayout[] = {"permute", "t", "transpose", "view", "_unsafe_view",
                                                  "reshape", "_to_copy", "unsqueeze", "squeeze"};
