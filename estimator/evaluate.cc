@@ -22,6 +22,7 @@ int64_t block_size(const Program& p, size_t block, const Bindings& b, int64_t ro
   int64_t bytes = blk.bytes.eval(b);
   if (blk.bound >= 0) {
     const SizeBound& sb = p.bounds[static_cast<size_t>(blk.bound)];
+    if (sb.switch_above > 0 && bytes > sb.switch_above) bytes = sb.above.eval(b);
     if (bytes < sb.min_bytes) bytes = 0;
     if (sb.cap_bytes > 0) bytes = std::min(bytes, sb.cap_bytes);
   }

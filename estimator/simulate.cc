@@ -150,6 +150,18 @@ class Builder : public StepMemory {
     prog_.blocks[b].may_fail = true;
     return b;
   }
+  // An op's scratch (OpInfo's workspace hooks): a cuDNN workspace, or a temporary where
+  // the op says so; -1 when it takes none. A size-dependent choice of algorithm
+  // (Workspace::switch_above) goes to the block's bound, made when the program is evaluated.
+  int scratch(Workspace ws, bool temporary, int node) {
+    if (ws.bytes.is_zero()) return -1;
+    const int b = temporary ? alloc(std::move(ws.bytes), Category::Temporaries, node) : workspace(std::move(ws.bytes), node);
+    if (ws.switch_above > 0) {
+      prog_.blocks[b].bound = static_cast<int>(prog_.bounds.size());
+      prog_.bounds.push_back({.switch_above = ws.switch_above, .above = std::move(ws.above)});
+    }
+    return b;
+  }
   void unref(int b) {
     if (b < 0) return;
     if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
@@ -441,9 +453,9 @@ class Builder : public StepMemory {
     // lstm_lm: workspace, reserve, workspace freed).
     int early_ws = -1;
     if (info && info->fwd_workspace && info->workspace_first && !eff.empty()) {
-      Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                    channels_last(eff[0].tensor));
-      if (!ws.is_zero()) early_ws = workspace(std::move(ws), k);
+      early_ws = scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                             channels_last(eff[0].tensor)),
+                         false, k);
     }
 
     // What autograd keeps for backward.
@@ -498,10 +510,9 @@ class Builder : public StepMemory {
     }
     if (early_ws >= 0) unref(early_ws);
     if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {
-      Expr ws = info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                    channels_last(eff[0].tensor));
-      if (!ws.is_zero()) unref(info->scratch_is_temporary ? alloc(std::move(ws), Category::Temporaries, k)
-                                                          : workspace(std::move(ws), k));
+      unref(scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                        channels_last(eff[0].tensor)),
+                    info->scratch_is_temporary, k));
     }
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
@@ -695,10 +706,7 @@ class Builder : public StepMemory {
         first_cublas_call();
         if (i == 0 && info && info->bwd_data_workspace) {
           const DType sd = info->scratch_is_temporary && out0 >= 0 ? run_dtype_[out0] : d;
-          Expr ws = info->bwd_data_workspace(g_, n, sd, true, channels_last(t));
-          if (!ws.is_zero()) {
-            unref(info->scratch_is_temporary ? alloc(std::move(ws), Category::Temporaries, k) : workspace(std::move(ws), k));
-          }
+          unref(scratch(info->bwd_data_workspace(g_, n, sd, true, channels_last(t)), info->scratch_is_temporary, k));
         }
       }
       if (eff[i].cast) {
@@ -713,10 +721,9 @@ class Builder : public StepMemory {
     for (int b : full) unref(b);
     if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
     if (info && info->bwd_workspace && !eff.empty()) {
-      Expr ws = info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                    channels_last(eff[0].tensor));
-      if (!ws.is_zero()) unref(info->scratch_is_temporary ? alloc(std::move(ws), Category::Temporaries, k)
-                                                          : workspace(std::move(ws), k));
+      unref(scratch(info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                        channels_last(eff[0].tensor)),
+                    info->scratch_is_temporary, k));
     }
     for (int o : outs) {
       if (o >= 0 && grad_[o] >= 0) {

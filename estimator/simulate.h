@@ -73,10 +73,14 @@ struct Event {
 };
 
 /// A launch heuristic's bounds on a scratch block: none when the block's bytes are below
-/// min_bytes, at most cap_bytes (0: no cap). See the builder's reduction_scratch.
+/// min_bytes, at most cap_bytes (0: no cap). See the builder's reduction_scratch. Or a
+/// library's choice of algorithm by size: past switch_above bytes (0: none) the block
+/// takes `above` instead (see the ops' Workspace).
 struct SizeBound {
   int64_t min_bytes = 0;
   int64_t cap_bytes = 0;
+  int64_t switch_above = 0;
+  Expr above;
 };
 
 /// The symbolic allocation sequence of a training step.

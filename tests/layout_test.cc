@@ -237,7 +237,7 @@ node memest::AttentionMath q k v -> o
   const OpInfo* math = find_op("memest", "AttentionMath");
   REQUIRE(math);
   REQUIRE(static_cast<bool>(math->bwd_workspace));
-  CHECK(math->bwd_workspace(g, n, DType::F32, false, false).str() == "12288*batch");
+  CHECK(math->bwd_workspace(g, n, DType::F32, false, false).bytes.str() == "12288*batch");
   // Saved: q and k scaled (4 * 16 * 8 fp32 each), the softmax (4 * 16 * 16) and v
   // (4 * 16 * 8): 512 + 512 + 1024 + 512 elements per batch element, no dropout.
   const auto kept = math->saved_extra(g, n);

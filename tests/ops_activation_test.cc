@@ -73,8 +73,8 @@ TEST_CASE("activation: softmax's backward takes a grad * result temporary; log_s
   const Node& sm = g.nodes[0];
   const Node& lsm = g.nodes[1];
   REQUIRE(static_cast<bool>(sm.info->bwd_data_workspace));
-  CHECK(sm.info->bwd_data_workspace(g, sm, DType::F32, true, false).str() == "2097152*batch");
-  CHECK(sm.info->bwd_data_workspace(g, sm, DType::F16, true, false).str() == "1048576*batch");
+  CHECK(sm.info->bwd_data_workspace(g, sm, DType::F32, true, false).bytes.str() == "2097152*batch");
+  CHECK(sm.info->bwd_data_workspace(g, sm, DType::F16, true, false).bytes.str() == "1048576*batch");
   CHECK_FALSE(static_cast<bool>(lsm.info->bwd_data_workspace));
 }
 

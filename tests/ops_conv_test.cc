@@ -141,14 +141,14 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
   const Node& n = producer(g, "y");
   REQUIRE(static_cast<bool>(n.info->fwd_workspace));
   REQUIRE(static_cast<bool>(n.info->bwd_workspace));
-  CHECK(n.info->fwd_workspace(g, n, DType::F32, false, false).str() == "3813376*batch + 37888");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, false, false).str() == "4014080*batch + 6071808");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "4014080*batch + 6071808");
+  CHECK(n.info->fwd_workspace(g, n, DType::F32, false, false).bytes.str() == "3813376*batch + 37888");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, false, false).bytes.str() == "4014080*batch + 6071808");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() == "4014080*batch + 6071808");
   // Under fp16 autocast the conv runs in half: the fp16 rows, not the fp32 ones. Its
   // weight-only backward measured 128878080, 193103360, 257328640, 514229760 B at n = 64,
   // 96, 128, 256, on one line (b = (514229760 - 128878080) / 192 = 2007040, a = 427520),
   // with n = 32's 64451584 below it (64652800): that line.
-  CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).str() == "2007040*batch + 427520");
+  CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).bytes.str() == "2007040*batch + 427520");
 
   SUBCASE("a layer near one the table holds borrows its workspace, scaled by activation size") {
     // 225x224 is not in the table; its nearest row of the class (fp32, 7x7, stride 2, dense)
@@ -158,8 +158,8 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
     //   bwd: 4014080 * ... = 4032000, 6071808 * ... = 6098914.3 -> 6098915
     Graph near = infer("input x float32 batch,3,225,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
     const Node& m = producer(near, "y");
-    CHECK(m.info->fwd_workspace(near, m, DType::F32, true, false).str() == "3830400*batch + 38058");
-    CHECK(m.info->bwd_workspace(near, m, DType::F32, true, false).str() == "4032000*batch + 6098915");
+    CHECK(m.info->fwd_workspace(near, m, DType::F32, true, false).bytes.str() == "3830400*batch + 38058");
+    CHECK(m.info->bwd_workspace(near, m, DType::F32, true, false).bytes.str() == "4032000*batch + 6098915");
   }
 
   SUBCASE("a layer far from every row of its class, or of a class the table lacks: the envelope") {
@@ -169,25 +169,25 @@ TEST_CASE("conv: cuDNN workspace from the measured table") {
     // [batch, 64, 8, 8] 64*8*8*4 = 16384 bytes a sample, w 64*3*7*7*4 = 37632.
     Graph other = infer("input x float32 batch,3,16,16\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,3,3");
     const Node& m = producer(other, "y");
-    CHECK(m.info->fwd_workspace(other, m, DType::F32, true, false).str() == "19456*batch + 37632");
+    CHECK(m.info->fwd_workspace(other, m, DType::F32, true, false).bytes.str() == "19456*batch + 37632");
     // No fp32 4x4 stride-2 row (DCGAN's discriminator): the envelope, forward at most input +
     // output + weight bytes (estimator/data/cudnn_model_h200.inc). y is [batch, 128, 16, 16]:
     // 64*32*32*4 + 128*16*16*4 = 393216 B a sample, and 128*64*4*4*4 = 524288.
     Graph dcgan = infer("input x float32 batch,64,32,32\nparam w float32 128,64,4,4\nnode Conv x w -> y strides=2,2 pads=1,1,1,1");
     const Node& d = producer(dcgan, "y");
-    CHECK(d.info->fwd_workspace(dcgan, d, DType::F32, true, false).str() == "393216*batch + 524288");
+    CHECK(d.info->fwd_workspace(dcgan, d, DType::F32, true, false).bytes.str() == "393216*batch + 524288");
     // Symbolic spatial sizes stay symbolic: wgrad's 18/16 x + 20/16 y + 2 w + 1 MiB with y
     // [batch, 64, h, w] (pads 3, k 7). 16 does not divide 12*18 (x's 12 bytes a position), so
     // x's coefficient rounds up to 2 (an envelope only grows): 2*12 + 64*4 * 20/16 = 344 bytes
     // a position, and 2 * 37632 + 1048576 = 1123840.
     Graph sym = infer("input x float32 batch,3,h,w\nparam w float32 64,3,7,7\nnode Conv x w -> y pads=3,3,3,3");
     const Node& s = producer(sym, "y");
-    CHECK(s.info->bwd_workspace(sym, s, DType::F32, true, false).str() == "344*batch*h*w + 1123840");
+    CHECK(s.info->bwd_workspace(sym, s, DType::F32, true, false).bytes.str() == "344*batch*h*w + 1123840");
     // Asymmetric pads (as SAME padding exports them): y is [batch, 64, 112, 112] ((224 + 5 - 7) / 2 + 1).
     // 3*224*224*4 + 64*112*112*4 = 602112 + 3211264 = 3813376 a sample.
     Graph asym = infer("input x float32 batch,3,224,224\nparam w float32 64,3,7,7\nnode Conv x w -> y strides=2,2 pads=3,3,2,2");
     const Node& a = producer(asym, "y");
-    CHECK(a.info->fwd_workspace(asym, a, DType::F32, true, false).str() == "3813376*batch + 37632");
+    CHECK(a.info->fwd_workspace(asym, a, DType::F32, true, false).bytes.str() == "3813376*batch + 37632");
   }
 
   SUBCASE("the simulator holds it as a transient: the backward peak is weight grad + workspace") {
@@ -227,8 +227,8 @@ TEST_CASE("conv: backward's two cuDNN calls keep workspaces of their own") {
   )");
   const Node& n = producer(g, "y");
   REQUIRE(static_cast<bool>(n.info->bwd_data_workspace));
-  CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).str() == "1605632*batch + 147968");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "1605632*batch + 2212864");
+  CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).bytes.str() == "1605632*batch + 147968");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() == "1605632*batch + 2212864");
 }
 
 }  // namespace
@@ -242,12 +242,12 @@ TEST_CASE("conv: a channels-last input looks up the rows probed channels-last") 
       "input x float32 batch,96,56,56\nparam w float32 96,1,7,7\n"
       "node Conv x w -> y kernel_shape=7,7 pads=3,3,3,3 group=96");
   const Node& n = producer(g, "y");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "48*batch");
-  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).str() == "9633792*batch + 9938944");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() == "48*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).bytes.str() == "9633792*batch + 9938944");
   // A channels-last layer with no channels-last row near it is looked up as contiguous.
   Graph stem = infer(kStem);
   const Node& s = producer(stem, "y");
-  CHECK(s.info->fwd_workspace(stem, s, DType::F32, false, true).str() == "3813376*batch + 37888");
+  CHECK(s.info->fwd_workspace(stem, s, DType::F32, false, true).bytes.str() == "3813376*batch + 37888");
 }
 
 // Layers no table row answers take the envelope of estimator/data/cudnn_model_h200.inc
@@ -267,9 +267,9 @@ TEST_CASE("conv: workspace envelope of 1-D, 3-D and transposed convolutions") {
     Graph g = infer("input x float32 batch,512,1000\nparam w float32 16,512,3\nnode Conv x w -> y pads=2,2 dilations=[2]");
     const Node& n = producer(g, "y");
     CHECK(shape(g, "y") == "[batch, 16, 1000]");
-    CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).str() == "2112000*batch + 98304");
-    CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).str() == "2112000*batch + 98304");
-    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).str() == "2384000*batch + 1245184");
+    CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).bytes.str() == "2112000*batch + 98304");
+    CHECK(n.info->bwd_data_workspace(g, n, DType::F32, true, false).bytes.str() == "2112000*batch + 98304");
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() == "2384000*batch + 1245184");
   }
   SUBCASE("3-D under fp16 autocast: the half rows, bytes in the run dtype") {
     // x [batch, 32, 8, 16, 16], w [64, 32, 3, 3, 3], pads 1: y [batch, 64, 8, 16, 16].
@@ -279,7 +279,7 @@ TEST_CASE("conv: workspace envelope of 1-D, 3-D and transposed convolutions") {
         "input x float32 batch,32,8,16,16\nparam w float32 64,32,3,3,3\n"
         "node Conv x w -> y pads=1,1,1,1,1,1");
     const Node& n = producer(g, "y");
-    CHECK(n.info->fwd_workspace(g, n, DType::F16, true, false).str() == "393216*batch + 110592");
+    CHECK(n.info->fwd_workspace(g, n, DType::F16, true, false).bytes.str() == "393216*batch + 110592");
   }
   SUBCASE("transposed 1-D") {
     // x [batch, 16, 64], w [16, 8, 4], stride 2, pads 1: y [batch, 8, 128].
@@ -287,13 +287,48 @@ TEST_CASE("conv: workspace envelope of 1-D, 3-D and transposed convolutions") {
     Graph g = infer("input x float32 batch,16,64\nparam w float32 16,8,4\nnode ConvTranspose x w -> y strides=[2] pads=1,1");
     const Node& n = producer(g, "y");
     CHECK(shape(g, "y") == "[batch, 8, 128]");
-    CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).str() == "8192*batch + 2048");
+    CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).bytes.str() == "8192*batch + 2048");
   }
   SUBCASE("depthwise: PyTorch's own kernels, no cuDNN workspace") {
     Graph g = infer("input x float32 batch,64,1000\nparam w float32 64,1,5\nnode Conv x w -> y pads=2,2 group=64");
     const Node& n = producer(g, "y");
-    CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).is_zero());
-    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).is_zero());
+    CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).bytes.is_zero());
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.is_zero());
+  }
+}
+
+// A dense 1x1 convolution's weight gradient (conv.cc's pointwise_wgrad): cuDNN's
+// per-sample GEMM (fp32 partials, N * Cin * Cout * 4 B) where it is likely, the NHWC
+// engine's copies (x + y) past the batch where the partials grow too large.
+TEST_CASE("conv: the weight gradient of a dense 1x1 convolution switches engines with the batch") {
+  SUBCASE("fasternet_t2's last projection, bf16: the GEMM up to batch 17") {
+    // x [batch, 1536, 7, 7], w [768, 1536, 1, 1]. Partials 1536*768*4 = 4718592 B a sample;
+    // copies (1536 + 768) * 49 * 2 = 225792 B a sample: 20.9 times less, so past twice.
+    // Last GEMM batch: max(8 MiB / 4718592 = 1, min(3200 / 49 = 65, (80 MiB - 1) / 4718592 = 17)) = 17,
+    // so the switch is at 17 * 4718592 = 80216064 B. At batch 16 (the GPU trace's 72 MiB
+    // workspace) 75497472 B; at batch 32, 32 * 225792 = 7225344 B.
+    Graph g = infer("input x float32 batch,1536,7,7\nparam w float32 768,1536,1,1\nnode Conv x w -> y");
+    const Node& n = producer(g, "y");
+    const Workspace ws = n.info->bwd_workspace(g, n, DType::BF16, true, false);
+    CHECK(ws.bytes.str() == "4718592*batch");
+    CHECK(ws.switch_above == 80216064);
+    CHECK(ws.above.str() == "225792*batch");
+    CHECK(n.info->bwd_workspace(g, n, DType::BF16, false, false).bytes.str() == "4718592*batch");
+  }
+  SUBCASE("partials at most twice the copies: the GEMM at every batch") {
+    // x [batch, 64, 28, 28], w [128, 64, 1, 1], fp32: partials 64*128*4 = 32768 B a sample,
+    // copies (64 + 128) * 784 * 4 = 602112 B: the GEMM's, no switch.
+    Graph g = infer("input x float32 batch,64,28,28\nparam w float32 128,64,1,1\nnode Conv x w -> y");
+    const Node& n = producer(g, "y");
+    const Workspace ws = n.info->bwd_workspace(g, n, DType::F32, true, false);
+    CHECK(ws.bytes.str() == "32768*batch");
+    CHECK(ws.switch_above == 0);
+  }
+  SUBCASE("a pooled head (1x1 spatial) is outside the probes: the table or the envelope") {
+    Graph g = infer("input x float32 batch,960,1,1\nparam w float32 1280,960,1,1\nnode Conv x w -> y");
+    const Node& n = producer(g, "y");
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).switch_above == 0);
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() != "4915200*batch");
   }
 }
 

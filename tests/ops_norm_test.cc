@@ -132,7 +132,7 @@ TEST_CASE("norm: a LayerNorm over a permuted view copies its input, and a stride
     )" + after);
     const Node& ln = testing::producer(g, "y");
     REQUIRE(ln.info);
-    return ln.info->bwd_workspace(g, ln, DType::F32, true, false).str();
+    return ln.info->bwd_workspace(g, ln, DType::F32, true, false).bytes.str();
   };
   // Read through a mean: mean's backward makes a contiguous gradient, so the permute's
   // backward hands the LayerNorm a strided view: the input's copy and the gradient's.
@@ -148,7 +148,7 @@ TEST_CASE("norm: a LayerNorm over a permuted view copies its input, and a stride
     node LayerNormalization x w -> y axis=-1
   )");
   const Node& ln = testing::producer(plain, "y");
-  CHECK(ln.info->bwd_workspace(plain, ln, DType::F32, true, false).is_zero());
+  CHECK(ln.info->bwd_workspace(plain, ln, DType::F32, true, false).bytes.is_zero());
 }
 
 }  // namespace

@@ -86,12 +86,12 @@ TEST_CASE("rnn: an nn.LSTM of two layers is one cuDNN call: one reserve, one wor
   const OpInfo* lstm = find_op("", "LSTM");
   const Node& first = testing::producer(g, "y0");
   const Node& second = testing::producer(g, "y1");
-  CHECK(lstm->fwd_workspace(g, first, DType::F32, true, false).str() == "86260475");
-  CHECK(lstm->bwd_workspace(g, first, DType::F32, true, false).str() == "86260475");
-  CHECK(lstm->fwd_workspace(g, second, DType::F32, true, false).is_zero());
+  CHECK(lstm->fwd_workspace(g, first, DType::F32, true, false).bytes.str() == "86260475");
+  CHECK(lstm->bwd_workspace(g, first, DType::F32, true, false).bytes.str() == "86260475");
+  CHECK(lstm->fwd_workspace(g, second, DType::F32, true, false).bytes.is_zero());
   // Under autocast it runs in fp16: 2 x 8.0661 MiB = 16,915,837 bytes, the weights in fp16
   // (8,388,608), 12 bytes per element of Y (25,165,824): 50,470,269 (48.1 MiB; 48.63 measured).
-  CHECK(lstm->fwd_workspace(g, first, DType::F16, true, false).str() == "50470269");
+  CHECK(lstm->fwd_workspace(g, first, DType::F16, true, false).bytes.str() == "50470269");
 }
 
 TEST_CASE("rnn: a bidirectional layer is two pseudo-layers of cuDNN's workspace") {
@@ -117,8 +117,8 @@ TEST_CASE("rnn: a bidirectional layer is two pseudo-layers of cuDNN's workspace"
   // output (2 x 64): nothing for it. 42,583,926 in all; the fit alone (11 bytes per
   // element of Y) gave 37,078,902, counting each layer once (the earlier fit) 17,736,470.
   const OpInfo* gru = find_op("", "GRU");
-  CHECK(gru->fwd_workspace(g, testing::producer(g, "y0"), DType::F16, true, false).str() == "42583926");
-  CHECK(gru->fwd_workspace(g, testing::producer(g, "y1"), DType::F16, true, false).is_zero());
+  CHECK(gru->fwd_workspace(g, testing::producer(g, "y0"), DType::F16, true, false).bytes.str() == "42583926");
+  CHECK(gru->fwd_workspace(g, testing::producer(g, "y1"), DType::F16, true, false).bytes.is_zero());
   // The reserve: (6 + 1) x 2 - 1 = 13 Y for the call, 12 on the first node.
   CHECK(extras(g, "y0") == "3145856:float16");
 }
@@ -134,7 +134,7 @@ TEST_CASE("rnn: a single layer keeps its own reserve and workspace") {
   // One fp16 layer: 8.0354 MiB = 8,425,727 bytes, W and R (2 x 1024 x 256 elements,
   // 1,048,576 bytes), round(22.0566 x 2) = 44 bytes x 262,144: 21,008,639 (20.04 MiB;
   // 20.06 measured at batch 16, seq 64).
-  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).str() == "21008639");
+  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).bytes.str() == "21008639");
 }
 
 TEST_CASE("rnn: a small hidden size and a wide input raise the workspace (the random grid)") {
@@ -149,7 +149,7 @@ TEST_CASE("rnn: a small hidden size and a wide input raise the workspace (the ra
   // Y = 16 x 8 x 64 = 8,192 elements at 22 Y (hidden under 192, one direction), 88 bytes
   // each: 720,896; the input's 512 - 64 = 448 features beyond Y's width x 128 steps and
   // samples x 4 copies x 4 bytes: 917,504. 10,718,334 in all (the fit alone: 9,276,542).
-  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F32, true, false).str() ==
+  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F32, true, false).bytes.str() ==
         "10718334");
 }
 

@@ -709,3 +709,21 @@ output y
   // 144 bytes (the buffer itself, no copy).
   CHECK(kept == 2 * 4 * 8 * 8 * 4 + 4 * 9 * 4);
 }
+
+namespace memest {
+
+// A workspace whose algorithm depends on the batch (SizeBound::switch_above): its bytes
+// up to the switch, the alternative's past it, chosen when the program is evaluated.
+TEST_CASE("evaluate: a block with a size switch takes the alternative past it") {
+  const SymbolId batch = intern_symbol("batch");
+  Program p;
+  p.blocks.push_back({Expr::symbol(batch) * Expr(4096), Category::Workspace, 0, 0});
+  p.bounds.push_back({.switch_above = 40960, .above = Expr::symbol(batch) * Expr(512)});
+  Bindings b;
+  b.set(batch, 10);  // 40960 B: not past the switch
+  CHECK(block_size(p, 0, b, 512) == 40960);
+  b.set(batch, 11);  // 45056 B would be past it: 11 * 512 = 5632 instead (a multiple of 512)
+  CHECK(block_size(p, 0, b, 512) == 5632);
+}
+
+}  // namespace memest

@@ -29,7 +29,7 @@ void softmax(ShapeContext& ctx) {
 // softmax writes float from half), after allocating the input's gradient, and frees it
 // before returning (recorded with C++ stacks on the H200: grad_input, then mul's
 // temporary, freed inside _softmax_backward_data). log_softmax's has no such temporary.
-Expr softmax_backward_product(const Graph& g, const Node& n, DType run, bool, bool) {
+Workspace softmax_backward_product(const Graph& g, const Node& n, DType run, bool, bool) {
   const Shape* y = n.outputs.empty() || n.outputs[0] < 0 || !g.tensors[n.outputs[0]].shape
                        ? nullptr
                        : &*g.tensors[n.outputs[0]].shape;

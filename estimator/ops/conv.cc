@@ -189,6 +189,14 @@ double activation_size(const CudnnRow& r) {
   return static_cast<double>(r.cin * r.h * r.w) + static_cast<double>(r.cout * r.h * r.w) / (r.sh * r.sw);
 }
 
+// The table's row for this very layer (measured, not borrowed from a neighbour), if any.
+const CudnnRow* exact_row(const CudnnRow& want) {
+  const auto& rows = cudnn_table();
+  auto it = std::lower_bound(rows.begin(), rows.end(), want,
+                             [](const CudnnRow& a, const CudnnRow& b) { return a.key() < b.key(); });
+  return it != rows.end() && it->key() == want.key() ? &*it : nullptr;
+}
+
 // A layer the table holds is answered from its row. Another layer borrows the nearest
 // row of its class (transposed or not, run dtype, kernel height, stride, dilation, grouping:
 // a dilated layer runs other engines than its undilated kin) when
@@ -204,12 +212,8 @@ constexpr double kNearby = 0.5;
 std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType run, bool channels_last) {
   auto want = layer_of(g, n, run, channels_last);
   if (!want) return std::nullopt;
+  if (const CudnnRow* row = exact_row(*want)) return workspaces_of(*row);
   const auto& rows = cudnn_table();
-  auto it = std::lower_bound(rows.begin(), rows.end(), *want,
-                             [](const CudnnRow& a, const CudnnRow& b) { return a.key() < b.key(); });
-  if (it != rows.end() && it->key() == want->key()) {
-    return workspaces_of(*it);
-  }
   if (want->cin <= 0 || want->cout <= 0 || want->h * want->w <= 0) return std::nullopt;
   auto lg = [](int64_t v) { return std::log2(static_cast<double>(v)); };
   const CudnnRow* best = nullptr;
@@ -319,20 +323,87 @@ Expr model_workspace(const Graph& g, const Node& n, DType run, WsCall call) {
   return Expr(0);
 }
 
-Expr conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
+Workspace conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
   const auto w = cudnn_workspaces(g, n, run, channels_last);
   return w ? at_batch(g, n, w->fwd) : model_workspace(g, n, run, WsCall::Fwd);
 }
 
 // dgrad's workspace, right after the input's gradient.
-Expr conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
+Workspace conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
   const auto w = cudnn_workspaces(g, n, run, channels_last);
   return w ? at_batch(g, n, w->bwd_data) : model_workspace(g, n, run, WsCall::BwdData);
 }
 
+// ---- The weight gradient of a dense 1x1 convolution -----------------------------------
+// cuDNN computes it one of two ways (validate/results/convprobe-pointwise-h200-torch2.11
+// .jsonl.xz: 800 random dense 1x1 2-D convolutions, stride 1, fp32/fp16/bf16, with their
+// kernels): as a GEMM per sample whose fp32 partial weights a reduction sums
+// (cudnn::cnn::reduce_wgrad_nchw_helper; workspace N * Cin * Cout * 4 bytes exactly, in
+// 531 of 545 such probes), or as an NHWC implicit GEMM (xmma wgrad; workspace the input's
+// and the output's NHWC copies, x + y bytes). Which one cuDNN's heuristics pick is not a
+// function of a simple size; a tree fitted on seed 11's 400 weight-only calls says the GEMM
+// runs where its partials are no larger than x + y (98%) or at most 8 MiB (84%), and
+// then where N * H * W is at most 3,200 (41%) or the partials at most twice x + y;
+// larger partials go to the NHWC engine (90%). Of the 41% leaf's probes over 8 MiB (both
+// seeds) the GEMM took partials up to 64 MiB and none of the 14 from 80 MiB up, so the
+// GEMM is assumed below 80 MiB (the unprobed gap taken high). Taking the GEMM's bytes
+// wherever it is likely, x + y elsewhere: on seed 12's 400 (not fitted) the probes under
+// by more than 1% + 1 MiB fall from 51 to 20, the bytes missed from 599 to 121 MB and
+// the bytes over from 3,379 to 2,267 MB against the envelope (model_workspace). The table's near rows
+// took none of this into account (timm fasternet_t1/t2: the peak was a 72 MiB =
+// 16 x 1536 x 768 x 4 B workspace; memest had 7 MiB).
+constexpr int64_t kPointwiseGemmSmall = int64_t{8} << 20;  // bytes of fp32 partials
+constexpr int64_t kPointwiseGemmPositions = 3200;           // N * H * W
+constexpr int64_t kPointwiseGemmLarge = (int64_t{80} << 20) - 1;  // bytes of fp32 partials
+constexpr int64_t kPointwiseGemmRatio = 2;                  // partials / (x + y)
+constexpr int64_t kPointwiseProbedSide[2] = {7, 28};        // the probes' H and W
+
+// The dense, contiguous, 2-D, stride-1 1x1 convolution's weight-gradient workspace, or
+// nullopt for any other layer (or one with symbolic channels or spatial sizes, or sizes
+// the probes did not reach).
+std::optional<Workspace> pointwise_wgrad(const Graph& g, const Node& n, DType run, bool channels_last) {
+  if (channels_last || n.op != "Conv" || n.attr_int("group", 1) != 1 || !n.has_input(0) || !n.has_input(1) ||
+      n.outputs.empty()) {
+    return std::nullopt;
+  }
+  const auto& xs = g.tensors[n.inputs[0]].shape;
+  const auto& ws = g.tensors[n.inputs[1]].shape;
+  if (!xs || !ws || xs->size() != 4 || ws->size() != 4) return std::nullopt;
+  if ((*ws)[2] != Expr(1) || (*ws)[3] != Expr(1)) return std::nullopt;
+  for (int64_t s : n.attr_ints("strides", {1, 1})) {
+    if (s != 1) return std::nullopt;
+  }
+  for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0})) {
+    if (p != 0) return std::nullopt;
+  }
+  const auto cin = (*xs)[1].as_const(), cout = (*ws)[0].as_const(), h = (*xs)[2].as_const(), w = (*xs)[3].as_const();
+  if (!cin || !cout || !h || !w) return std::nullopt;
+  // Only where the probes reach: a pooled head ([N, C, 1, 1], timm's conv_head) or a
+  // 56x56 stage has other engines to choose from.
+  if (*h < kPointwiseProbedSide[0] || *h > kPointwiseProbedSide[1] || *w < kPointwiseProbedSide[0] ||
+      *w > kPointwiseProbedSide[1]) {
+    return std::nullopt;
+  }
+  const int64_t es = dtype_size(run);
+  const int64_t partials = *cin * *cout * 4;        // per sample
+  const int64_t copies = *h * *w * (*cin + *cout) * es;  // x + y per sample
+  const Expr& batch = (*xs)[0];
+  if (partials <= kPointwiseGemmRatio * copies) return Workspace(batch * Expr(partials));
+  // The GEMM up to the last batch either limit allows, the NHWC engine past it.
+  const int64_t last = std::max(kPointwiseGemmSmall / partials,
+                                std::min(kPointwiseGemmPositions / (*h * *w), kPointwiseGemmLarge / partials));
+  if (last == 0) return Workspace(batch * Expr(copies));
+  return Workspace(batch * Expr(partials), last * partials, batch * Expr(copies));
+}
+
 // wgrad's, after the weight's gradient. A first layer (input without gradient)
-// computes the weight's gradient alone.
-Expr conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool input_grad, bool channels_last) {
+// computes the weight's gradient alone. A dense 1x1 layer the table does not hold
+// exactly follows pointwise_wgrad.
+Workspace conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool input_grad, bool channels_last) {
+  const auto layer = layer_of(g, n, run, channels_last);
+  if (!layer || !exact_row(*layer)) {
+    if (auto p = pointwise_wgrad(g, n, run, channels_last)) return *p;
+  }
   const auto w = cudnn_workspaces(g, n, run, channels_last);
   if (w) return at_batch(g, n, input_grad ? w->bwd_weight : w->bwd_first);
   return model_workspace(g, n, run, input_grad ? WsCall::BwdWeight : WsCall::BwdFirst);

@@ -76,7 +76,7 @@ std::vector<SavedExtra> attention_math_extra(const Graph& g, const Node& n) {
 // Its backward: three fp32 [.., H, Tq, Tk] at once: BmmBackward0's gradient of the softmax,
 // then SafeSoftmaxBackward0's two (traces17, rnd9_17 bf16: three 16 MiB blocks at the peak;
 // two undercounted it by 5.3%, rnd1_34 by 3.9%).
-Expr attention_math_bwd(const Graph& g, const Node& n, DType, bool, bool) {
+Workspace attention_math_bwd(const Graph& g, const Node& n, DType, bool, bool) {
   const auto& q = g.tensors[n.inputs[0]].shape;
   const auto& v = g.tensors[n.inputs[2]].shape;
   if (!q || !v || q->size() < 2 || v->size() < 2) return Expr(0);

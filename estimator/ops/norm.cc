@@ -162,7 +162,7 @@ bool gradient_arrives_strided(const Graph& g, const Node& ln) {
 }
 
 // The input's copy, and the gradient's when it arrives strided.
-Expr layer_norm_backward_copies(const Graph& g, const Node& n, DType run, bool, bool) {
+Workspace layer_norm_backward_copies(const Graph& g, const Node& n, DType run, bool, bool) {
   Expr bytes = layer_norm_input_copy(g, n, run, false, false);
   return gradient_arrives_strided(g, n) ? bytes + bytes_in(g, n.outputs[0], run) : bytes;
 }

@@ -121,7 +121,17 @@ using ExtraFn = std::vector<SavedExtra> (*)(const Graph&, const Node&);
 /// the dtype the op runs in (after autocast), whether input 0 needs a gradient (cuDNN
 /// picks other engines for a weight-only backward) and whether input 0 is channels-last
 /// (cuDNN runs NHWC, with engines of its own).
-using WorkspaceFn = Expr (*)(const Graph&, const Node&, DType run, bool input_grad, bool channels_last);
+/// Its bytes, or, where the library picks its algorithm by size (cuDNN's heuristics),
+/// those bytes up to `switch_above` and `above` past it: the choice is made when the
+/// program is evaluated for concrete dims, since the batch stays symbolic until then.
+struct Workspace {
+  Workspace(Expr b) : bytes(std::move(b)) {}  // NOLINT: implicit, so a hook returns bytes alone
+  Workspace(Expr b, int64_t switch_at, Expr past) : bytes(std::move(b)), switch_above(switch_at), above(std::move(past)) {}
+  Expr bytes;
+  int64_t switch_above = 0;  ///< 0: no switch
+  Expr above;
+};
+using WorkspaceFn = Workspace (*)(const Graph&, const Node&, DType run, bool input_grad, bool channels_last);
 
 /// Everything memest knows about one op. One entry per op, in its family's table.
 struct OpInfo {

@@ -175,7 +175,7 @@ double workspace_per_y(const WorkspaceFit& f, int64_t hidden, int64_t dirs) {
   return per_y;
 }
 
-Expr cudnn_workspace(const Graph& g, const Node& n, DType run, bool, bool) {
+Workspace cudnn_workspace(const Graph& g, const Node& n, DType run, bool, bool) {
   const Shape* y = output_shape(g, n, 0);
   const Shape* x = input_shape(g, n, 0);
   if (!y || y->size() != 4 || !x || x->size() != 3) return Expr(0);
