@@ -312,3 +312,55 @@ output y
 )", cfg);
   CHECK(estimate(a, 4).peak.peak_bytes == estimate(whole, 4).peak.peak_bytes);
 }
+
+TEST_CASE("batch statistics the graph computes for BatchNormalization are torch's own (weight standardization)") {
+  // timm's ScaledStdConv2d: F.batch_norm(w.reshape(1, out, -1), None, None, gain,
+  // training=True). The legacy exporter feeds the node's mean and variance slots with
+  // ReduceMean(w'), ReduceMean((w' - mean)^2); torch computes both inside its kernel.
+  // Left in, the Mul kept the fp32 centred weight for a backward that never runs.
+  const char* text = R"(
+opset 17
+input x float32 batch,4,8,8
+param conv.weight float32 8,4,3,3
+param conv.gain float32 8
+const flat int64 3 = 1,8,36
+const back int64 4 = 8,4,3,3
+const zero float32 8 = 0,0,0,0,0,0,0,0
+node Reshape conv.weight flat -> w1
+node Transpose w1 -> wt perm=0,2,1
+node ReduceMean wt -> mu axes=0,1 keepdims=0
+node ReduceMean wt -> mu1 axes=0,1
+node Sub wt mu1 -> d
+node Mul d d -> d2
+node ReduceMean d2 -> var axes=0,1 keepdims=0
+node BatchNormalization w1 conv.gain zero mu var -> wn rm rv training_mode=1 epsilon=0.00001
+node Reshape wn back -> w
+node Conv x w -> y pads=1,1,1,1
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  CHECK(live_ops(a) == std::map<std::string, int>{{"BatchNormalization", 1}, {"Conv", 1}, {"Reshape", 2}});
+  for (const Node& n : a.graph.nodes) {
+    if (n.dead || n.op != "BatchNormalization") continue;
+    CHECK(!n.has_input(3));
+    CHECK(!n.has_input(4));
+    CHECK(n.attr_int("training_mode", 0) == 1);
+  }
+  // Real running statistics (buffers) stay as they are.
+  const Analysis real = analyze_text(R"(
+opset 17
+input x float32 batch,8,4,4
+param bn.weight float32 8
+param bn.bias float32 8
+buffer bn.running_mean float32 8
+buffer bn.running_var float32 8
+node BatchNormalization x bn.weight bn.bias bn.running_mean bn.running_var -> y rm rv training_mode=1
+output y
+)",
+                                     cfg);
+  for (const Node& n : real.graph.nodes) {
+    if (!n.dead && n.op == "BatchNormalization") CHECK(n.has_input(3));
+  }
+}
