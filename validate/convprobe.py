@@ -65,6 +65,17 @@ def draw_pointwise(r):
             "opad": 0, "bias": r.random() < 0.5}
 
 
+def draw_pointwise_wide(r):
+    """Dense 1x1 convolutions at the spatial sizes draw_pointwise leaves out: pooled and
+    tiny maps (1-6) and early stages (32-112), the batch kept small where maps are large."""
+    c = draw_pointwise(r)
+    size = r.choice([1, 1, 2, 3, 4, 5, 6, 32, 35, 40, 48, 56, 56, 64, 80, 112])
+    c["spatial"] = [size, size]
+    if size >= 56:
+        c["n"] = min(c["n"], 32)
+    return c
+
+
 def draw_conv3d(r):
     cin = r.choice([3, 8, 16, 24, 32, 48, 64, 96, 128, 256])
     cout = r.choice([8, 16, 32, 64, 96, 128, 256])
@@ -82,7 +93,7 @@ def draw_conv3d(r):
             "opad": 0, "bias": r.random() < 0.5}
 
 
-FAMILIES = {"any": draw, "pointwise": draw_pointwise, "conv3d": draw_conv3d}
+FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d}
 
 
 def _kernels(torch, fn):
