@@ -324,11 +324,19 @@ TEST_CASE("conv: the weight gradient of a dense 1x1 convolution switches engines
     CHECK(ws.bytes.str() == "32768*batch");
     CHECK(ws.switch_above == 0);
   }
-  SUBCASE("a pooled head (1x1 spatial) is outside the probes: the table or the envelope") {
+  SUBCASE("a pooled head (1x1 spatial): the NHWC engine's copies") {
+    // x [batch, 960, 1, 1] -> 1280 channels, fp32: (960 + 1280) * 4 = 8960 B a sample
+    // (the GEMM's partials would be 960 * 1280 * 4 = 4915200).
     Graph g = infer("input x float32 batch,960,1,1\nparam w float32 1280,960,1,1\nnode Conv x w -> y");
     const Node& n = producer(g, "y");
-    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).switch_above == 0);
-    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() != "4915200*batch");
+    const Workspace ws = n.info->bwd_workspace(g, n, DType::F32, true, false);
+    CHECK(ws.bytes.str() == "8960*batch");
+    CHECK(ws.switch_above == 0);
+  }
+  SUBCASE("a map larger than the probes' keeps the table or the envelope") {
+    Graph g = infer("input x float32 batch,64,128,128\nparam w float32 256,64,1,1\nnode Conv x w -> y");
+    const Node& n = producer(g, "y");
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() != "65536*batch");
   }
 }
 

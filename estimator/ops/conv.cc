@@ -349,18 +349,23 @@ Workspace conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool
 // GEMM is assumed below 80 MiB (the unprobed gap taken high). Taking the GEMM's bytes
 // wherever it is likely, x + y elsewhere: on seed 12's 400 (not fitted) the probes under
 // by more than 1% + 1 MiB fall from 51 to 20, the bytes missed from 599 to 121 MB and
-// the bytes over from 3,379 to 2,267 MB against the envelope (model_workspace). The table's near rows
-// took none of this into account (timm fasternet_t1/t2: the peak was a 72 MiB =
-// 16 x 1536 x 768 x 4 B workspace; memest had 7 MiB).
+// the bytes over from 3,379 to 2,267 MB against the envelope (model_workspace). The
+// table's near rows took none of this into account (timm fasternet_t1/t2: the peak was a
+// 72 MiB = 16 x 1536 x 768 x 4 B workspace; memest had 7 MiB). Those probes had H = W =
+// 7 to 28; 800 more at 1 to 6 and 32 to 112 (convprobe-pointwise-wide, seeds 21 and 22)
+// show a pooled 1x1 map on the NHWC engine (96 of 98), 2 to 6 as mixed as 7 to 28 (the
+// rule: 6 of 321 under, where the envelope had 65) and 32 to 112 on the GEMM in 94% (the
+// rule: 30 of 479 under, mostly odd 35x35 maps on the NHWC engine; the envelope was over
+// by 85 GB in all there, 176 MB a probe).
 constexpr int64_t kPointwiseGemmSmall = int64_t{8} << 20;  // bytes of fp32 partials
 constexpr int64_t kPointwiseGemmPositions = 3200;           // N * H * W
 constexpr int64_t kPointwiseGemmLarge = (int64_t{80} << 20) - 1;  // bytes of fp32 partials
 constexpr int64_t kPointwiseGemmRatio = 2;                  // partials / (x + y)
-constexpr int64_t kPointwiseProbedSide[2] = {7, 28};        // the probes' H and W
+constexpr int64_t kPointwiseProbedSide = 112;               // the probes' largest H and W
 
 // The dense, contiguous, 2-D, stride-1 1x1 convolution's weight-gradient workspace, or
-// nullopt for any other layer (or one with symbolic channels or spatial sizes, or sizes
-// the probes did not reach).
+// nullopt for any other layer (or one with symbolic channels or spatial sizes, or maps
+// larger than the probes').
 std::optional<Workspace> pointwise_wgrad(const Graph& g, const Node& n, DType run, bool channels_last) {
   if (channels_last || n.op != "Conv" || n.attr_int("group", 1) != 1 || !n.has_input(0) || !n.has_input(1) ||
       n.outputs.empty()) {
@@ -378,16 +383,17 @@ std::optional<Workspace> pointwise_wgrad(const Graph& g, const Node& n, DType ru
   }
   const auto cin = (*xs)[1].as_const(), cout = (*ws)[0].as_const(), h = (*xs)[2].as_const(), w = (*xs)[3].as_const();
   if (!cin || !cout || !h || !w) return std::nullopt;
-  // Only where the probes reach: a pooled head ([N, C, 1, 1], timm's conv_head) or a
-  // 56x56 stage has other engines to choose from.
-  if (*h < kPointwiseProbedSide[0] || *h > kPointwiseProbedSide[1] || *w < kPointwiseProbedSide[0] ||
-      *w > kPointwiseProbedSide[1]) {
-    return std::nullopt;
-  }
+  // Only where the probes reach: maps up to 112x112, channels in multiples of 8 (an
+  // unaligned count, such as a segmentation head's 21 classes, rules out the tensor-core
+  // GEMMs: atrous_seg's head took its envelope's 17 MB, not the GEMM's 0.3 MB).
+  if (*h < 1 || *h > kPointwiseProbedSide || *w < 1 || *w > kPointwiseProbedSide) return std::nullopt;
+  if (*cin % 8 != 0 || *cout % 8 != 0) return std::nullopt;
   const int64_t es = dtype_size(run);
   const int64_t partials = *cin * *cout * 4;        // per sample
   const int64_t copies = *h * *w * (*cin + *cout) * es;  // x + y per sample
   const Expr& batch = (*xs)[0];
+  // A pooled map ([N, C, 1, 1]: timm's conv_head) runs the NHWC engine.
+  if (*h == 1 && *w == 1) return Workspace(batch * Expr(copies));
   if (partials <= kPointwiseGemmRatio * copies) return Workspace(batch * Expr(partials));
   // The GEMM up to the last batch either limit allows, the NHWC engine past it.
   const int64_t last = std::max(kPointwiseGemmSmall / partials,
