@@ -1,5 +1,6 @@
 #include "estimator/inplace.h"
 
+#include <string>
 #include <string_view>
 
 namespace memest {
@@ -13,8 +14,17 @@ bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<
   if (n.attr_int("inplace", 0) == 1) return true;
   const OpInfo* made_by = infos[in.producer];
   if (!made_by || !made_by->overwritable_output) return false;
+  const std::string& producer_module = g.nodes[in.producer].module;
+  if (std::string_view(made_by->family) == "elementwise" && !n.module.empty() && !producer_module.empty() &&
+      n.module != producer_module && !is_child_module(n.module, producer_module)) {
+    // A residual add's own activation (torchvision's `out += identity; out =
+    // self.relu(out)`: module `layer1.0.relu` reads `layer1.0`'s add) runs in place; the
+    // next block's first activation does not (timm's NF-ResNet: `stages.1.0.act1`, nn.ReLU
+    // without inplace, reads `stages.0.1`'s add; traces20 nf_resnet26: a new 154 MB output).
+    return false;
+  }
   return info->inplace ||
-         (std::string_view(made_by->family) == "norm" && is_child_module(n.module, g.nodes[in.producer].module));
+         (std::string_view(made_by->family) == "norm" && is_child_module(n.module, producer_module));
 }
 
 }  // namespace memest

@@ -70,17 +70,32 @@ input x float32 batch,4,8,8
 param c.weight float32 4,4,3,3
 node Conv x c.weight -> h pads=1,1,1,1 @c
 node Add h x -> s @blk
-node Relu s -> r @relu1
+node Relu s -> r @blk.relu1
 node Add r x -> s2 @blk2
-node Relu s2 -> r2 @relu2
+node Relu s2 -> r2 @blk2.relu2
 node Add r2 s2 -> out @tail
 output out
 )";
   TrainConfig cfg;
   cfg.loss = Loss::Sum;
   Analysis a = analyze_text(text, cfg);
-  CHECK(outputs_allocated_by(a, "relu1") == 0);  // in place on the sum
-  CHECK(outputs_allocated_by(a, "relu2") == 3);  // s2 is also read by the tail's Add
+  CHECK(outputs_allocated_by(a, "blk.relu1") == 0);  // in place on the sum
+  CHECK(outputs_allocated_by(a, "blk2.relu2") == 3);  // s2 is also read by the tail's Add
+  // The next block's first activation is its own module's, not the add's: timm's
+  // NF-ResNet (stages.1.0.act1 = nn.ReLU() reads stages.0.1's sum; traces20 nf_resnet26
+  // allocated it): one output block per iteration, three.
+  Analysis next = analyze_text(R"(
+opset 17
+input x float32 batch,4,8,8
+param c.weight float32 4,4,3,3
+node Conv x c.weight -> h pads=1,1,1,1 @stages.0.conv
+node Add h x -> s @stages.0
+node Relu s -> r @stages.1.act1
+node Conv r c.weight -> out pads=1,1,1,1 @stages.1.conv
+output out
+)",
+                               cfg);
+  CHECK(outputs_allocated_by(next, "stages.1.act1") == 3);
 }
 
 TEST_CASE("LeakyReLU runs in place only as its norm module's own activation") {
