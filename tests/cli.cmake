@@ -172,6 +172,10 @@ memest_matrix(matrix-blind6b-h200-torch2.11 SETS random11)
 # archive), compared once (blind7-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind7-h200-torch2.11 SETS sample13 random12)
 memest_matrix(matrix-blind7b-h200-torch2.11 SETS random13)
+# Session 14's (sample seed 14 and random seed 14; random seed 15 in a second archive),
+# compared once (blind8-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind8-h200-torch2.11 SETS sample14 random14)
+memest_matrix(matrix-blind8b-h200-torch2.11 SETS random15)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
