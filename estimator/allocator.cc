@@ -32,18 +32,11 @@ using Address = std::pair<int64_t, int64_t>;
 // the id (member_), leaving its heap entry to be skipped when it surfaces: a sorted
 // vector per size made each insert and erase shift the entries after it, quadratic on
 // a million-node graph, whose pools hold hundreds of thousands of blocks of one size.
-// A block id is in the pool under one size at a time. The model reuses the ids of
-// blocks that merging ended, so an entry is current only while its id is free under
-// that size at that address (a block's address never changes while its id lives).
+// A block id is in the pool under one size at a time.
 class FreePool {
  public:
   /// `member` is shared by the pools of one allocator: a block id is only ever in one.
-  /// Per block id: the size and address it is free under (size -1: not free).
-  struct Member {
-    int64_t size = -1;
-    Address addr{};
-  };
-  explicit FreePool(std::vector<Member>& member) : member_(member) {}
+  explicit FreePool(std::vector<int64_t>& member) : member_(member) {}
 
   struct Key {
     int64_t size;
@@ -58,10 +51,10 @@ class FreePool {
     if (i == buckets_.size()) return false;
     Bucket& bk = buckets_[i];
     std::vector<Entry>& heap = heaps_[bk.slot];
-    while (!is_current(heap.front(), bk.size)) pop(heap);
+    while (!is_member(heap.front().second, bk.size)) pop(heap);
     *out = {bk.size, heap.front().second, heap.front().first};
     pop(heap);
-    member_[out->id].size = -1;
+    member_[out->id] = -1;
     if (--bk.count == 0) drop_bucket(i);
     return true;
   }
@@ -77,14 +70,14 @@ class FreePool {
     heap.emplace_back(k.addr, k.id);
     std::push_heap(heap.begin(), heap.end(), std::greater<>());
     ++bk.count;
-    if (static_cast<size_t>(k.id) >= member_.size()) member_.resize(static_cast<size_t>(k.id) + 1);
-    member_[k.id] = {k.size, k.addr};
+    if (static_cast<size_t>(k.id) >= member_.size()) member_.resize(static_cast<size_t>(k.id) + 1, -1);
+    member_[k.id] = k.size;
   }
 
   /// Erases k when present.
   void erase(const Key& k) {
     if (!is_member(k.id, k.size)) return;
-    member_[k.id].size = -1;
+    member_[k.id] = -1;
     const size_t i = bucket_for(k.size);
     if (--buckets_[i].count == 0) drop_bucket(i);
   }
@@ -97,14 +90,14 @@ class FreePool {
       std::vector<Entry>& heap = heaps_[bk.slot];
       std::vector<Entry> entries;
       for (const auto& e : heap) {
-        if (is_current(e, bk.size)) entries.push_back(e);
+        if (is_member(e.second, bk.size)) entries.push_back(e);
       }
       std::sort(entries.begin(), entries.end());
       entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
       heap.clear();
       for (const auto& e : entries) {
         if (pred(Key{bk.size, e.second, e.first})) {
-          member_[e.second].size = -1;
+          member_[e.second] = -1;
         } else {
           heap.push_back(e);  // ascending: already a min-heap
         }
@@ -125,11 +118,8 @@ class FreePool {
     int count;  ///< members of this size
   };
   bool is_member(int id, int64_t size) const {
-    return static_cast<size_t>(id) < member_.size() && member_[id].size == size;
+    return static_cast<size_t>(id) < member_.size() && member_[id] == size;
   }
-  // Whether a heap entry stands for a block free now: not erased since, and its id not
-  // given to another block (which would lie elsewhere).
-  bool is_current(const Entry& e, int64_t size) const { return is_member(e.second, size) && member_[e.second].addr == e.first; }
   static void pop(std::vector<Entry>& heap) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
     heap.pop_back();
@@ -159,7 +149,7 @@ class FreePool {
   std::vector<Bucket> buckets_;           // one per distinct size present, ascending
   std::vector<std::vector<Entry>> heaps_;  // by slot
   std::vector<int> spare_;                // slots of emptied heaps, reused for new sizes
-  std::vector<Member>& member_;           // per block id
+  std::vector<int64_t>& member_;          // per block id: the size it is free under, or -1
 };
 
 struct Blk {
@@ -192,17 +182,19 @@ class Model {
       }
       reserved_ += seg;
       peak_reserved_ = std::max(peak_reserved_, reserved_);
+      b = static_cast<int>(blocks_.size());
       const int64_t n = nsegs_++;
       seg_address_.push_back(segment_address >= 0 ? segment_address : newest_first_ ? -n : n);
-      b = new_block({seg, static_cast<int>(n), -1, -1, false, small, 0});
+      blocks_.push_back({seg, static_cast<int>(n), -1, -1, false, small, 0});
       seg_size_.push_back(seg);
     }
     Blk& blk = blocks_[b];
     blk.free = false;
     const int64_t rest = blk.size - size;
     if ((small && rest >= 512) || (!small && rest > kSmallSize)) {
-      const int r = new_block({rest, blk.seg, b, blk.next, true, small, blk.offset + size});
-      Blk& me = blocks_[b];  // re-fetch: new_block may reallocate
+      int r = static_cast<int>(blocks_.size());
+      blocks_.push_back({rest, blk.seg, b, blk.next, true, small, blk.offset + size});
+      Blk& me = blocks_[b];  // re-fetch: push_back may reallocate
       if (me.next >= 0) blocks_[me.next].prev = r;
       me.next = r;
       me.size = size;
@@ -227,18 +219,25 @@ class Model {
         blocks_[nb].size += blocks_[b].size;
         blocks_[nb].next = blocks_[b].next;
         if (blocks_[b].next >= 0) blocks_[blocks_[b].next].prev = nb;
-        end_block(b);
+        blocks_[b].size = 0;
         b = nb;
       } else {
         blocks_[b].size += blocks_[nb].size;
         blocks_[b].next = blocks_[nb].next;
         if (blocks_[nb].next >= 0) blocks_[blocks_[nb].next].prev = b;
-        end_block(nb);
+        blocks_[nb].size = 0;
       }
     }
     pool.insert(key(b));
   }
 
+  /// Makes room for n blocks. A replay makes about 0.85 of a block per request (a
+  /// segment or a split); growing there copied the array over and over, and faulted
+  /// fresh pages in each time (a tenth of a replay).
+  void reserve(size_t n) {
+    blocks_.reserve(n);
+    member_.reserve(n);
+  }
 
   int64_t block_size(int b) const { return blocks_[b].size; }
   int64_t peak_reserved() const { return peak_reserved_; }
@@ -247,26 +246,6 @@ class Model {
 
  private:
   static int64_t ceil_to(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-  // A replay makes about 0.85 of a block per request (a segment or a split) and merging
-  // ends nearly as many: reusing the ended blocks' ids keeps the block array as long as
-  // the most blocks alive at once, not the requests (5.2M blocks of 32 bytes for a
-  // million-node graph, where a few thousand live).
-  int new_block(const Blk& blk) {
-    if (ended_.empty()) {
-      blocks_.push_back(blk);
-      return static_cast<int>(blocks_.size()) - 1;
-    }
-    const int b = ended_.back();
-    ended_.pop_back();
-    blocks_[b] = blk;
-    return b;
-  }
-  // A block merged into its neighbour: its id is free for the next new block.
-  void end_block(int b) {
-    blocks_[b].size = 0;
-    ended_.push_back(b);
-  }
 
   // A block's address, as far as its order among free blocks goes (SegmentOrder).
   // Replaying the uncapped GPU traces with newest segments first reproduces every
@@ -294,10 +273,9 @@ class Model {
   bool newest_first_;
   bool released_ = false;
   std::vector<Blk> blocks_;
-  std::vector<int> ended_;  // ids of merged blocks, for new_block
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
-  std::vector<FreePool::Member> member_;  // the pools' (declared before them: they keep a reference)
+  std::vector<int64_t> member_;  // the pools' (declared before them: they keep a reference)
   FreePool small_, large_;
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
@@ -313,6 +291,7 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
 AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
                                  bool locate) {
   Model m(limit);
+  m.reserve(p.blocks.size());
   std::vector<int> where(p.blocks.size(), -1);
   std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
   AllocatorResult r;
