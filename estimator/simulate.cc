@@ -30,7 +30,7 @@ class Builder : public StepMemory {
     for (size_t t = 0; t < nt; ++t) {
       const Tensor& ten = g.tensors[t];
       facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
-                   !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output};
+                   !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype};
       if (ten.graph_output && ten.producer >= 0 && g.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
     }
     dead_.resize(nn);
@@ -362,9 +362,9 @@ class Builder : public StepMemory {
     for (size_t j = 0; j < outs.size(); ++j) {
       int o = outs[j];
       if (o < 0 || !on_gpu(o)) continue;
-      const Tensor& ot = g_.tensors[o];
+      const Tensor& ot = g_.tensors[o];  // read only where the facts do not say
       const TensorFacts& of = facts_[o];
-      DType d = ot.dtype;
+      DType d = of.dtype;
       if (is_floating(d)) {
         switch (policy) {
           case Autocast::Lower: d = amp ? low_ : d; break;
@@ -389,7 +389,7 @@ class Builder : public StepMemory {
       const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
                          !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
                         (j == 0 && runs_in_place(g_, n, info, eff, d, facts_, info_));
-      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[n.outputs[0]]);
+      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[outs[0]]);
       if (view) {
         out_blocks[j] = eff[0].block;
         ref(out_blocks[j]);
