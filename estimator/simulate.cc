@@ -138,7 +138,7 @@ class Builder : public StepMemory {
 
   int alloc(Expr bytes, Category c, int node) {
     int b = static_cast<int>(prog_.blocks.size());
-    prog_.blocks.push_back({std::move(bytes), c, node});
+    prog_.blocks.push_back({.bytes = std::move(bytes), .node = node, .category = c});
     refs_.push_back(1);
     prog_.events.push_back({Event::Alloc, phase_, iter_, b});
     return b;
@@ -651,8 +651,8 @@ class Builder : public StepMemory {
       const std::optional<int64_t> cols = product(Shape(first, full.end())).as_const();
       if (!cols || *cols < t.reduce_scratch_min_cols) continue;
       const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
-      prog_.blocks[b].bound = static_cast<int>(prog_.bounds.size());
-      prog_.bounds.push_back({8 * t.reduce_scratch_min_rows * *cols, t.reduce_scratch_cap});
+      prog_.blocks[b].bounded = true;
+      prog_.bounds.push_back({b, {8 * t.reduce_scratch_min_rows * *cols, t.reduce_scratch_cap}});
       unref(b);
     }
   }
