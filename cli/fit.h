@@ -57,13 +57,14 @@ struct FitSearch {
   int64_t largest = 0;     ///< the largest value that fits
   int64_t contiguous = 0;  ///< every value up to this one fits
 };
-/// largest_fitting() for `contiguous`; then the values up to 1/kScanWindow above it
+/// largest_fitting() of `probe` for `contiguous`; then the values up to 1/kScanWindow above it
 /// (at least 2) that `may_fit` (a monotone bound: false means nothing from there on
 /// fits) allows are tried from the top down, the first that fits being `largest`. The
 /// islands measured on the GPU lie within 9% of the contiguous answer (gpt2_hf fp16
 /// 126 and 136, gpt_mini fp16 137 and 149). At most kMaxScan tries past the bound
-/// search: wider ranges are sampled, evenly, and refined around the best.
-FitSearch search_fitting(const std::function<bool(int64_t)>& fits_at, const std::function<bool(int64_t)>& may_fit,
+/// search: wider ranges are sampled, evenly, and refined around the best. `probe` is
+/// asked once per value (its answers are kept).
+FitSearch search_fitting(const std::function<bool(int64_t)>& probe, const std::function<bool(int64_t)>& may_fit,
                          int64_t max = kDefaultMaxBatch);
 constexpr int64_t kScanWindow = 10;
 constexpr int64_t kMaxScan = 48;

@@ -18,9 +18,11 @@ namespace {
 
 void replace_symbol(Graph& g, SymbolId s, const Expr& with) {
   for (auto& t : g.tensors) {
-    for (auto* shape : {&t.shape, &t.declared}) {
-      if (!*shape) continue;
-      for (auto& d : **shape) d = d.replace(s, with);
+    if (t.shape) {
+      for (auto& d : *t.shape) d = d.replace(s, with);
+    }
+    if (t.declared) {
+      for (auto& d : *t.declared) d = d.replace(s, with);
     }
   }
 }

@@ -17,21 +17,45 @@ std::vector<int> live_blocks(const Program& p, size_t event) {
   return out;
 }
 
-int64_t block_size(const Program& p, size_t block, const Bindings& b, int64_t round) {
-  const Block& blk = p.blocks[block];
-  int64_t bytes = blk.bytes.eval(b);
-  if (blk.bound >= 0) {
-    const SizeBound& sb = p.bounds[static_cast<size_t>(blk.bound)];
-    if (sb.switch_above > 0 && bytes > sb.switch_above) bytes = sb.above.eval(b);
-    if (bytes < sb.min_bytes) bytes = 0;
-    if (sb.cap_bytes > 0) bytes = std::min(bytes, sb.cap_bytes);
+namespace {
+
+// Evaluated bytes under a launch heuristic's bound (none: nullptr), rounded as the
+// allocator rounds. A size switch (a library's choice of algorithm) comes first.
+int64_t bounded_size(int64_t bytes, const SizeBound* sb, const Bindings& b, int64_t round) {
+  if (sb) {
+    if (sb->switch_above > 0 && bytes > sb->switch_above) bytes = sb->above.eval(b);
+    if (bytes < sb->min_bytes) bytes = 0;
+    if (sb->cap_bytes > 0) bytes = std::min(bytes, sb->cap_bytes);
   }
   return bytes == 0 ? 0 : round_alloc(bytes, round);
 }
 
+}  // namespace
+
+const SizeBound& Program::bound_of(int b) const {
+  const auto at = std::lower_bound(bounds.begin(), bounds.end(), b,
+                                   [](const std::pair<int, SizeBound>& x, int id) { return x.first < id; });
+  if (at == bounds.end() || at->first != b) throw Error("internal: block " + std::to_string(b) + " has no bound");
+  return at->second;
+}
+
+int64_t block_size(const Program& p, size_t block, const Bindings& b, int64_t round) {
+  const Block& blk = p.blocks[block];
+  return bounded_size(blk.bytes.eval(b), blk.bounded ? &p.bound_of(static_cast<int>(block)) : nullptr, b, round);
+}
+
 std::vector<int64_t> block_sizes(const Program& p, const Bindings& b, int64_t round) {
   std::vector<int64_t> out(p.blocks.size());
-  for (size_t i = 0; i < p.blocks.size(); ++i) out[i] = block_size(p, i, b, round);
+  auto next = p.bounds.begin();  // the bounded blocks' bounds, in block order: no search
+  for (size_t i = 0; i < p.blocks.size(); ++i) {
+    const Block& blk = p.blocks[i];
+    const SizeBound* sb = nullptr;
+    if (blk.bounded) {
+      const bool in_order = next != p.bounds.end() && next->first == static_cast<int>(i);
+      sb = in_order ? &(next++)->second : &p.bound_of(static_cast<int>(i));
+    }
+    out[i] = bounded_size(blk.bytes.eval(b), sb, b, round);
+  }
   return out;
 }
 

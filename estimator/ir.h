@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "estimator/boxed.h"
 #include "estimator/expr.h"
 
 namespace memest {
@@ -53,10 +54,10 @@ struct Tensor {
   int producer = -1;              ///< index of the producing node, -1 for none
   int dtype_follows = -1;         ///< an input made in another tensor's run-time dtype (mse's target)
   std::optional<Shape> shape;     ///< nullopt: not known (yet)
-  std::optional<Shape> declared;  ///< shape the file declares (value_info); a fallback only
+  BoxedOptional<Shape> declared;  ///< shape the file declares (value_info); a fallback only
   std::vector<int> consumers;     ///< node indices, one entry per use
-  std::optional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)
-  std::optional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
+  BoxedOptional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)
+  BoxedOptional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
   std::string module;             ///< module path of a parameter ("layer1.0.conv1")
 
   bool shape_known() const { return shape.has_value(); }

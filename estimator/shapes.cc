@@ -94,7 +94,7 @@ void fall_back(Graph& g, Node& n, const std::string& why, std::vector<int>& fell
     fell_back.push_back(out);
     Tensor& t = g.tensors[out];
     if (t.declared) {
-      t.shape = t.declared;
+      t.shape = *t.declared;
     } else if (!n.inputs.empty() && n.inputs[0] >= 0 && g.tensors[n.inputs[0]].shape) {
       t.shape = g.tensors[n.inputs[0]].shape;
       if (t.dtype == DType::Undefined) t.dtype = g.tensors[n.inputs[0]].dtype;

@@ -30,7 +30,7 @@ class Builder : public StepMemory {
     for (size_t t = 0; t < nt; ++t) {
       const Tensor& ten = g.tensors[t];
       facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
-                   !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output};
+                   !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype};
       if (ten.graph_output && ten.producer >= 0 && g.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
     }
     dead_.resize(nn);
@@ -138,7 +138,7 @@ class Builder : public StepMemory {
 
   int alloc(Expr bytes, Category c, int node) {
     int b = static_cast<int>(prog_.blocks.size());
-    prog_.blocks.push_back({std::move(bytes), c, node});
+    prog_.blocks.push_back({.bytes = std::move(bytes), .node = node, .category = c});
     refs_.push_back(1);
     prog_.events.push_back({Event::Alloc, phase_, iter_, b});
     return b;
@@ -157,8 +157,8 @@ class Builder : public StepMemory {
     if (ws.bytes.is_zero()) return -1;
     const int b = temporary ? alloc(std::move(ws.bytes), Category::Temporaries, node) : workspace(std::move(ws.bytes), node);
     if (ws.switch_above > 0) {
-      prog_.blocks[b].bound = static_cast<int>(prog_.bounds.size());
-      prog_.bounds.push_back({.switch_above = ws.switch_above, .above = std::move(ws.above)});
+      prog_.blocks[b].bounded = true;
+      prog_.bounds.push_back({b, {.switch_above = ws.switch_above, .above = std::move(ws.above)}});
     }
     return b;
   }
@@ -374,9 +374,9 @@ class Builder : public StepMemory {
     for (size_t j = 0; j < outs.size(); ++j) {
       int o = outs[j];
       if (o < 0 || !on_gpu(o)) continue;
-      const Tensor& ot = g_.tensors[o];
+      const Tensor& ot = g_.tensors[o];  // read only where the facts do not say
       const TensorFacts& of = facts_[o];
-      DType d = ot.dtype;
+      DType d = of.dtype;
       if (is_floating(d)) {
         switch (policy) {
           case Autocast::Lower: d = amp ? low_ : d; break;
@@ -401,7 +401,7 @@ class Builder : public StepMemory {
       const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
                          !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
                         (j == 0 && runs_in_place(g_, n, info, eff, d, facts_, info_));
-      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[n.outputs[0]]);
+      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[outs[0]]);
       if (view) {
         out_blocks[j] = eff[0].block;
         ref(out_blocks[j]);
@@ -662,8 +662,8 @@ class Builder : public StepMemory {
       const std::optional<int64_t> cols = product(Shape(first, full.end())).as_const();
       if (!cols || *cols < t.reduce_scratch_min_cols) continue;
       const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
-      prog_.blocks[b].bound = static_cast<int>(prog_.bounds.size());
-      prog_.bounds.push_back({8 * t.reduce_scratch_min_rows * *cols, t.reduce_scratch_cap});
+      prog_.blocks[b].bounded = true;
+      prog_.bounds.push_back({b, {8 * t.reduce_scratch_min_rows * *cols, t.reduce_scratch_cap}});
       unref(b);
     }
   }

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estimator/ir.h"
@@ -52,18 +53,20 @@ struct TrainConfig {
 };
 
 /// One allocation; its size is symbolic until evaluated.
+/// 32 bytes: a program holds about 7 blocks a node (6.9M for a million-node graph), and a
+/// batch probe evaluates every one.
 struct Block {
   Expr bytes;
-  Category category;
   int node;  ///< node that allocated it (-1: setup/optimizer)
-  /// A kernel's scratch whose size a launch heuristic bounds: an index into
-  /// Program::bounds, or -1 (most blocks; kept out of line, as a program holds
-  /// millions of blocks for a million-node graph).
-  int bound = -1;
+  Category category;
   /// Refused under a memory cap, the kernel falls back to an algorithm without it
   /// (cuDNN tries its candidate plans in order) instead of failing.
   bool may_fail = false;
+  /// A kernel's scratch whose size a launch heuristic bounds: Program::bound_of says how
+  /// (few blocks are, so the bounds are kept out of line).
+  bool bounded = false;
 };
+static_assert(sizeof(Block) <= 32, "a program holds millions of blocks");
 
 struct Event {
   enum Kind : uint8_t { Alloc, Free } kind;
@@ -86,8 +89,11 @@ struct SizeBound {
 /// The symbolic allocation sequence of a training step.
 struct Program {
   std::vector<Block> blocks;
-  std::vector<SizeBound> bounds;  ///< Block::bound indexes these
+  /// The bounds of the `bounded` blocks, by block id, ascending.
+  std::vector<std::pair<int, SizeBound>> bounds;
   std::vector<Event> events;
+  /// Block b's bound (b must be `bounded`).
+  const SizeBound& bound_of(int b) const;
   std::vector<std::vector<int>> saved_by_node;  ///< blocks each node keeps for backward
   std::vector<std::string> notes;               ///< assumptions made while building
 };

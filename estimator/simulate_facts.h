@@ -21,6 +21,7 @@ struct TensorFacts {
   TensorKind kind = TensorKind::Activation;
   bool on_gpu = false;  ///< tensors whose contents are known are shape arithmetic, done on the host
   bool graph_output = false;
+  DType dtype = DType::Undefined;  ///< as the graph declares it (forward_node's starting point)
 };
 
 }  // namespace memest

@@ -131,7 +131,7 @@ output out
     int64_t found = 0;
     for (size_t i = 0; i < a.program.blocks.size(); ++i) {
       const Block& blk = a.program.blocks[i];
-      const bool capped = blk.bound >= 0 && a.program.bounds[static_cast<size_t>(blk.bound)].cap_bytes > 0;
+      const bool capped = blk.bounded && a.program.bound_of(static_cast<int>(i)).cap_bytes > 0;
       if (blk.category == Category::Workspace && capped) found = std::max(found, size[i]);
     }
     return found;
@@ -275,9 +275,9 @@ TEST_CASE("a reshape of a permuted tensor is a view exactly when PyTorch's strid
 TEST_CASE("the committed peak leaves out refusable workspaces and bounds a capped replay from below") {
   // A (1000 B) lives across a cuDNN-style workspace W (5000 B, may fail) and B (600 B).
   Program p;
-  p.blocks.push_back({Expr(1000), Category::Activations, 0});
-  p.blocks.push_back({Expr(5000), Category::Workspace, 0, -1, /*may_fail=*/true});
-  p.blocks.push_back({Expr(600), Category::Activations, 1});
+  p.blocks.push_back({.bytes = Expr(1000), .node = 0, .category = Category::Activations});
+  p.blocks.push_back({.bytes = Expr(5000), .node = 0, .category = Category::Workspace, .may_fail = true});
+  p.blocks.push_back({.bytes = Expr(600), .node = 1, .category = Category::Activations});
   const auto ev = [](Event::Kind k, int b) { return Event{k, Phase::Forward, 0, b}; };
   p.events = {ev(Event::Alloc, 0), ev(Event::Alloc, 1), ev(Event::Free, 1), ev(Event::Alloc, 2),
               ev(Event::Free, 0),  ev(Event::Free, 2)};
@@ -717,8 +717,9 @@ namespace memest {
 TEST_CASE("evaluate: a block with a size switch takes the alternative past it") {
   const SymbolId batch = intern_symbol("batch");
   Program p;
-  p.blocks.push_back({Expr::symbol(batch) * Expr(4096), Category::Workspace, 0, 0});
-  p.bounds.push_back({.switch_above = 40960, .above = Expr::symbol(batch) * Expr(512)});
+  p.blocks.push_back({Expr::symbol(batch) * Expr(4096), 0, Category::Workspace});
+  p.blocks[0].bounded = true;
+  p.bounds.push_back({0, {.switch_above = 40960, .above = Expr::symbol(batch) * Expr(512)}});
   Bindings b;
   b.set(batch, 10);  // 40960 B: not past the switch
   CHECK(block_size(p, 0, b, 512) == 40960);
