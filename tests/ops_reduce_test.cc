@@ -92,10 +92,14 @@ TEST_CASE("reduce: arg, topk, cumsum") {
 
 TEST_CASE("reduce: training facts") {
   CHECK(find_op("", "ReduceSum")->grad_of(0) == 'V');
-  CHECK(find_op("", "ReduceSum")->autocast == Autocast::Fp32);
+  // sum, prod and linalg_vector_norm are autocast's fp32_set_opt_dtype: half in, float out,
+  // no fp32 copy of the input.
+  CHECK(find_op("", "ReduceSum")->autocast == Autocast::Widen);
+  CHECK(find_op("", "ReduceL2")->autocast == Autocast::Widen);
+  CHECK(find_op("", "ReduceL1")->autocast == Autocast::Widen);
   CHECK(find_op("", "ReduceMean")->grad_of(0) == 'A');
   CHECK(find_op("", "ReduceMean")->autocast == Autocast::Keep);
-  CHECK(find_op("", "ReduceProd")->autocast == Autocast::Fp32);
+  CHECK(find_op("", "ReduceProd")->autocast == Autocast::Widen);
   CHECK(find_op("", "ReduceLogSumExp")->autocast == Autocast::Fp32);
   CHECK(find_op("", "CumSum")->autocast == Autocast::Fp32);
   CHECK(find_op("", "TopK")->saves_output(1));

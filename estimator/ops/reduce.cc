@@ -171,10 +171,14 @@ void same(ShapeContext& ctx) { ctx.set_output(0, ctx.in_dtype(0), ctx.in_shape(0
 
 constexpr const char* kFamily = "reduce";
 
-// Autocast: sum, prod, norms, logsumexp and cumsum are on the fp32 lists (sum and
-// prod as fp32_set_opt_dtype); mean, amax and amin keep their input's dtype.
+// Autocast: sum, prod, norms, logsumexp and cumsum are on the fp32 lists; mean, amax and
+// amin keep their input's dtype. sum, prod and linalg_vector_norm are fp32_set_opt_dtype
+// (autocast_mode.cpp): called with dtype=float, the CUDA reduction reads half and
+// accumulates and writes float, with no fp32 copy of the input (Widen). Measured: timm's
+// GlobalResponseNorm (x.norm(p=2, dim=...): convnextv2_atto fp16, traces21) kept only the
+// norm's 20 KB result, where an fp32 copy of x per block had been counted.
 const OpInfo kOps[] = {
-    {.op = "ReduceSum", .family = kFamily, .shape = reduce<add>, .autocast = Autocast::Fp32, .grads = "VN",
+    {.op = "ReduceSum", .family = kFamily, .shape = reduce<add>, .autocast = Autocast::Widen, .grads = "VN",
      .note = "backward expands the gradient (a view)"},
     {.op = "ReduceMean", .family = kFamily, .shape = reduce<nullptr>, .grads = "AN",
      .note = "backward expands and divides (allocates)"},
@@ -182,12 +186,12 @@ const OpInfo kOps[] = {
      .saved_outputs = bits({0}), .grads = "AN", .note = "amax: keeps input and result to find the maxima"},
     {.op = "ReduceMin", .family = kFamily, .shape = reduce<nullptr>, .saved_inputs = bits({0}),
      .saved_outputs = bits({0}), .grads = "AN", .note = "amin: keeps input and result to find the minima"},
-    {.op = "ReduceProd", .family = kFamily, .shape = reduce<mul>, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
+    {.op = "ReduceProd", .family = kFamily, .shape = reduce<mul>, .autocast = Autocast::Widen, .saved_inputs = bits({0}),
      .saved_outputs = bits({0}), .grads = "AN",
      .note = "prod_backward reads input and result; autocast runs it in fp32"},
-    {.op = "ReduceL1", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
+    {.op = "ReduceL1", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Widen,
      .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .note = "linalg_vector_norm(ord=1)"},
-    {.op = "ReduceL2", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
+    {.op = "ReduceL2", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Widen,
      .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .note = "linalg_vector_norm(ord=2)"},
     {.op = "ReduceLogSum", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
      .saved_outputs = bits({0}), .grads = "AN", .note = "log(sum): log keeps the (output-sized) sum"},
