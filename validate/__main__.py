@@ -13,6 +13,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   export-meta a shape-only ONNX file from a config alone, built on the meta device (70B on a laptop)
   matrix      export a set through every exporter/mode/dynamic-shape variant (issue 17)
   convprobe   cuDNN convolution workspaces on a random grid of configurations
+  reduceprobe temporaries of reductions (global pooling) on a random grid, channels-last or not
   matrix-check  unpack the committed export matrix; check every file loads with torch's parameter bytes
   families    accuracy per model family from compare --json files
   random      list the random models of a seed (validate/randnet.py; measure with --set random:SEED:N)
@@ -65,6 +66,9 @@ def main(argv):
     if cmd == "convprobe":
         from validate import convprobe
         return convprobe.main(rest)
+    if cmd == "reduceprobe":
+        from validate import reduceprobe
+        return reduceprobe.main(rest)
     if cmd == "matrix-check":
         from validate import matrix_check
         return matrix_check.main(rest)

@@ -12,7 +12,8 @@ fitted on one seed and checked on another (disjoint) one.
 sizes (where the weight gradient's engine, and so its workspace, changes from layer to
 layer: per-sample fp32 partials, NHWC copies, or 64 partials); `--family conv3d` only
 dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelope most).
-`--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
+`--family channels-last` draws as `any` does (a third depthwise), the input in
+channels-last strides. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
 so the engine behind a workspace can be named.
 """
 import argparse
@@ -93,7 +94,22 @@ def draw_conv3d(r):
             "opad": 0, "bias": r.random() < 0.5}
 
 
-FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d}
+def draw_channels_last(r):
+    """Any convolution of `draw`, its input in channels-last strides, as a channel LayerNorm
+    written with movedim (timm's LayerNorm2d, ConvNeXt's blocks) leaves it: PyTorch then
+    suggests the channels-last format to cuDNN (Convolution.cpp), and sends a depthwise
+    layer there too (use_cudnn_depthwise) instead of its own kernels. One in three is
+    depthwise."""
+    c = draw(r)
+    if r.random() < 1 / 3 and not c["transposed"]:
+        c["groups"] = c["cin"]
+        c["cout"] = c["cin"] * r.choice([1, 1, 2])
+    c["channels_last"] = True
+    return c
+
+
+FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
+            "channels-last": draw_channels_last}
 
 
 def _kernels(torch, fn):
@@ -121,6 +137,8 @@ def probe(torch, c, kernels=False):
     nd = c["nd"]
     dt = getattr(torch, c["dtype"])
     x = torch.randn([c["n"], c["cin"]] + c["spatial"], device="cuda", dtype=dt)
+    if c.get("channels_last"):
+        x = x.movedim(1, -1).contiguous().movedim(-1, 1)
     k = [c["k"]] * nd
     if c["transposed"]:
         wt = torch.randn([c["cin"], c["cout"] // c["groups"]] + k, device="cuda", dtype=dt)
@@ -137,6 +155,7 @@ def probe(torch, c, kernels=False):
     rows = {"fwd": _events(torch, fwd)}
     y = fwd()
     rows["out_shape"] = list(y.shape)
+    rows["out_strides"] = list(y.stride())
     gy = torch.randn_like(y)
     del y
     for name, mask in (("bwd", [True, True, c["bias"]]), ("bwd_first", [False, True, c["bias"]])):
