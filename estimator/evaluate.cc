@@ -23,6 +23,7 @@ namespace {
 // allocator rounds. A size switch (a library's choice of algorithm) comes first.
 int64_t bounded_size(int64_t bytes, const SizeBound* sb, const Bindings& b, int64_t round) {
   if (sb) {
+    if (sb->reduce) bytes = reduce_buffer_bytes(bytes, sb->reduce_inputs.eval(b), *sb->reduce);
     if (sb->switch_above > 0 && bytes > sb->switch_above) bytes = sb->above.eval(b);
     if (bytes < sb->min_bytes) bytes = 0;
     if (sb->cap_bytes > 0) bytes = std::min(bytes, sb->cap_bytes);

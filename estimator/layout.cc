@@ -195,6 +195,9 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
         for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
       }
       if (perm.size() != rank || rank > 64) return {};
+      // The TorchScript exporter writes movedim(-1, 1) as perm (0, -1, 1, 2): counted from
+      // the end, as the shape rule reads it.
+      for (int64_t& p : perm) p += p < 0 ? static_cast<int64_t>(rank) : 0;
       std::vector<int8_t> in = layouts[in0];
       if (in.empty()) {
         for (size_t i = 0; i < rank; ++i) in.push_back(static_cast<int8_t>(i));

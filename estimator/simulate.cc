@@ -158,7 +158,10 @@ class Builder : public StepMemory {
     const int b = temporary ? alloc(std::move(ws.bytes), Category::Temporaries, node) : workspace(std::move(ws.bytes), node);
     if (ws.switch_above > 0) {
       prog_.blocks[b].bounded = true;
-      prog_.bounds.push_back({b, {.switch_above = ws.switch_above, .above = std::move(ws.above)}});
+      SizeBound sb;
+      sb.switch_above = ws.switch_above;
+      sb.above = std::move(ws.above);
+      prog_.bounds.push_back({b, std::move(sb)});
     }
     return b;
   }
@@ -514,6 +517,7 @@ class Builder : public StepMemory {
                                         channels_last(eff[0].tensor)),
                     info->scratch_is_temporary, k));
     }
+    if (info && info->reduced_axes && !eff.empty()) unref(reduction_buffer(k, n, *info, eff[0]));
 
     // Forward uses end: inputs, cast copies, and the outputs' creation references.
     // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
@@ -642,6 +646,57 @@ class Builder : public StepMemory {
     saved_now_[k].clear();
   }
 
+  // A CUDA reduction that spreads each output over several blocks sums their partials
+  // through a global buffer, allocated after the output and freed as the call returns
+  // (OpInfo::reduced_axes, reduce_kernel.h). Its size depends on the launch at the
+  // concrete sizes: the block's bytes are the outputs' count, bounded by the launch.
+  // -1 when there is none (or the input's strides are unknown).
+  int reduction_buffer(int k, const Node& n, const OpInfo& info, const EffectiveInput& in) {
+    const Target& t = *cfg_.target;
+    if (t.sm_count == 0 || in.tensor < 0 || !g_.tensors[in.tensor].shape) return -1;
+    const Shape& x = *g_.tensors[in.tensor].shape;
+    const auto axes = info.reduced_axes(g_, n);
+    const std::vector<int8_t>& layout = layout_[in.tensor];
+    if (!axes || axes->empty() || x.size() > 64 || (!layout.empty() && layout.size() != x.size())) return -1;
+    // Dims by memory position, innermost last; dims of size 1 have no say.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] != Expr(1)) order.push_back(i);
+    }
+    if (order.empty()) return -1;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return layout.empty() ? a < b : layout[a] < layout[b];
+    });
+    auto reduced = [&](size_t d) { return std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end(); };
+    Expr outputs(1), inputs(1);
+    int runs = 0;
+    for (size_t r = 0; r < order.size(); ++r) {
+      const bool red = reduced(order[r]);
+      (red ? inputs : outputs) = (red ? inputs : outputs) * x[order[r]];
+      if (red && (r == 0 || !reduced(order[r - 1]))) ++runs;
+    }
+    if (inputs == Expr(1)) return -1;
+    ReduceLaunch l;
+    l.reduces_innermost = reduced(order.back());
+    l.one_reduce_dim = runs == 1;
+    l.acc_bytes = in.dtype == DType::F64 ? 8 : 4;
+    l.input_vec = dtype_size(in.dtype) == 2 ? 8 : 4;
+    // Outputs per thread: 4, halved until it divides the innermost dim (an unknown one is
+    // taken at 4, the largest buffer).
+    const auto inner = x[order.back()].as_const();
+    l.output_vec = 4;
+    while (inner && l.output_vec > 1 && *inner % l.output_vec != 0) l.output_vec /= 2;
+    l.sm_count = t.sm_count;
+    l.threads_per_sm = t.threads_per_sm;
+    const int b = alloc(outputs, Category::Temporaries, k);
+    prog_.blocks[b].bounded = true;
+    SizeBound sb;
+    sb.reduce = l;
+    sb.reduce_inputs = std::move(inputs);
+    prog_.bounds.push_back({b, std::move(sb)});
+    return b;
+  }
+
   // The gradient of an input broadcast over the output's leading dims (a bias) sums the
   // output's gradient over M rows of N columns; the reduce kernel splits long columns
   // across thread blocks and stages their fp32 partials in a scratch buffer, held
@@ -663,7 +718,10 @@ class Builder : public StepMemory {
       if (!cols || *cols < t.reduce_scratch_min_cols) continue;
       const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
       prog_.blocks[b].bounded = true;
-      prog_.bounds.push_back({b, {8 * t.reduce_scratch_min_rows * *cols, t.reduce_scratch_cap}});
+      SizeBound sb;
+      sb.min_bytes = 8 * t.reduce_scratch_min_rows * *cols;
+      sb.cap_bytes = t.reduce_scratch_cap;
+      prog_.bounds.push_back({b, std::move(sb)});
       unref(b);
     }
   }

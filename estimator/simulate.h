@@ -6,11 +6,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "estimator/ir.h"
+#include "estimator/reduce_kernel.h"
 #include "estimator/target.h"
 
 namespace memest {
@@ -84,6 +86,11 @@ struct SizeBound {
   int64_t cap_bytes = 0;
   int64_t switch_above = 0;
   Expr above;
+  /// A CUDA reduction's global buffer (reduce_kernel.h): the block's bytes evaluate to the
+  /// number of outputs, `reduce_inputs` to the inputs per output, and the buffer follows
+  /// from the launch at those sizes.
+  std::optional<ReduceLaunch> reduce;
+  Expr reduce_inputs;
 };
 
 /// The symbolic allocation sequence of a training step.

@@ -27,6 +27,11 @@ const Target kTargets[] = {
         .reduce_scratch_cap = 132ll << 20,
         .reduce_scratch_min_rows = 1024,
         .reduce_scratch_min_cols = 256,
+        // H200 (sm90): 132 SMs, 2048 resident threads each (cudaDeviceProp
+        // multiProcessorCount, maxThreadsPerMultiProcessor; validate/results/
+        // reduceprobe-h200-torch2.11.jsonl.xz records the SM count).
+        .sm_count = 132,
+        .threads_per_sm = 2048,
     },
 };
 

@@ -22,6 +22,10 @@ struct Target {
   int64_t reduce_scratch_cap = 0;   ///< bytes; 0: not modelled
   int64_t reduce_scratch_min_rows = 0;
   int64_t reduce_scratch_min_cols = 0;
+  /// The GPU's streaming multiprocessors and resident threads per SM: how many blocks a
+  /// CUDA reduction spreads one output over (estimator/reduce_kernel.h); 0: not modelled.
+  int64_t sm_count = 0;
+  int64_t threads_per_sm = 0;
 };
 
 /// The profile named `name` ("" for the default); throws Error for unknown names.

@@ -728,3 +728,52 @@ TEST_CASE("evaluate: a block with a size switch takes the alternative past it") 
 }
 
 }  // namespace memest
+
+namespace memest {
+
+// The bytes of the reduction buffers (OpInfo::reduced_axes) that the GlobalAveragePool of
+// `text` allocates in the first iteration, at batch 8.
+std::vector<int64_t> pool_buffers(const char* text) {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(a, 8);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && b.node >= 0 && a.graph.nodes[b.node].op == "GlobalAveragePool" &&
+        b.category == Category::Temporaries) {
+      out.push_back(block_size(a.program, ev.block, e.bindings, 512));
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a global average pool of a channels-last map takes the CUDA reduction's global buffer") {
+  // A channel LayerNorm written with movedim leaves [8, 64, 192, 192] channels-last (the
+  // TorchScript exporter writes movedim(-1, 1) as perm (0, -1, 1, 2)); a ReLU keeps it so.
+  // mean over H, W: 512 outputs innermost, 36,864 inputs each: reduce_kernel_test works
+  // the launch out to a 138,412,032 B buffer (traces21 rnd15_27: 132 MiB, to the byte).
+  for (const char* perm : {"0,-1,1,2", "0,3,1,2"}) {
+    CAPTURE(perm);
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,192,192,64
+node Transpose x -> xt perm=)") + perm + R"( @ln
+node Relu xt -> r @act
+node GlobalAveragePool r -> p @pool
+output p
+)";
+    CHECK(pool_buffers(text.c_str()) == std::vector<int64_t>{138412032});
+  }
+  // The same map contiguous: each block reduces its outputs alone (72 values a thread).
+  CHECK(pool_buffers(R"(
+opset 17
+input x float32 batch,64,192,192
+node Relu x -> r @act
+node GlobalAveragePool r -> p @pool
+output p
+)") == std::vector<int64_t>{0});
+}
+
+}  // namespace memest

@@ -46,44 +46,49 @@ std::vector<SavedExtra> softsign_denominator(const Graph& g, const Node& n) {
 
 constexpr const char* kFamily = "activation";
 
+// Every pointwise activation is a TensorIterator kernel: its output takes the input's
+// memory order (a channels-last map stays channels-last), Layout::Elementwise. Softmax,
+// log_softmax and hardmax are not: host_softmax runs on input.contiguous() and returns a
+// contiguous result (CaiT's talking heads permute it again before proj_w: strided, so
+// F.linear copies it, and keeps the copy: sample12 st_cait_xxs36_224).
 const OpInfo kOps[] = {
-    {.op = "Relu", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A", .inplace = true,
+    {.op = "Relu", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A", .layout = Layout::Elementwise, .inplace = true,
      .note = "threshold_backward reads the result; in place after conv/batch norm"},
     // nn.LeakyReLU(inplace=True) keeps its result, the default keeps its input beside the
     // result the next layer reads, and no export says which ran (the dynamo exporter
     // functionalizes leaky_relu_ too). The costlier is counted (rnd5_14, LeakyReLU(0.1) after
     // a batch norm, was 16.5% under, one activation short), except inside a norm layer that
     // owns its activation (timm's norm_act layers build it with inplace=True).
-    {.op = "LeakyRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "LeakyRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .inplace_when_owned = true,
      .note = "backward reads the input's sign; in place only as a norm layer's own activation"},
     {.op = "PRelu", .family = kFamily, .shape = prelu, .autocast = Autocast::Lower, .saved_inputs = bits({0, 1}),
-     .grads = "AA", .note = "keeps input and slope; on autocast's lower-precision list"},
-    {.op = "Elu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+     .grads = "AA", .layout = Layout::Elementwise, .note = "keeps input and slope; on autocast's lower-precision list"},
+    {.op = "Elu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "elu_backward reads the input"},
-    {.op = "Selu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "Selu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "runs as elu with scale"},
-    {.op = "Celu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "Celu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "runs as elu with input_scale"},
-    {.op = "Sigmoid", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A",
+    {.op = "Sigmoid", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the result"},
-    {.op = "HardSigmoid", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "HardSigmoid", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the input for its linear range"},
-    {.op = "HardSwish", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "HardSwish", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the input"},
-    {.op = "Tanh", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A",
+    {.op = "Tanh", .family = kFamily, .shape = same, .saved_outputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the result"},
     {.op = "Softplus", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}),
-     .grads = "A", .note = "backward reads the input; autocast runs it in fp32"},
+     .grads = "A", .layout = Layout::Elementwise, .note = "backward reads the input; autocast runs it in fp32"},
     {.op = "Softsign", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .saved_extra = softsign_denominator,
-     .grads = "A", .note = "x / (1 + |x|): keeps the input and the denominator"},
-    {.op = "Gelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+     .grads = "A", .layout = Layout::Elementwise, .note = "x / (1 + |x|): keeps the input and the denominator"},
+    {.op = "Gelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the input (opset 20)"},
-    {.op = "Mish", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "Mish", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the input"},
-    {.op = "ThresholdedRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "ThresholdedRelu", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "threshold(); backward masks by the input"},
-    {.op = "Shrink", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
+    {.op = "Shrink", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward masks by the input"},
     {.op = "Softmax", .family = kFamily, .shape = softmax, .autocast = Autocast::Widen, .saved_outputs = bits({0}),
      .grads = "A", .bwd_data_workspace = softmax_backward_product, .scratch_is_temporary = true,

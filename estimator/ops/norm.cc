@@ -247,7 +247,7 @@ const OpInfo kOps[] = {
     {.op = "MeanVarianceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A",
      .note = "decomposed in torch; approximated as keeping the input"},
     {.op = "Dropout", .family = kFamily, .shape = dropout, .saved_extra = dropout_mask, .extras_first = true,
-     .grads = "ANN", .variant = dropout_backend,
+     .grads = "ANN", .layout = Layout::Elementwise, .variant = dropout_backend,
      .note = "keeps a bool mask of the input's size when training with ratio > 0; else returns its input"},
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,9 @@ enum class Layout : uint8_t {
   /// TensorIterator's: the memory order of the first input of the output's shape (a
   /// broadcast operand has no say); a channels-last x stays so through x * scale + y.
   Elementwise,
-  /// cuDNN's convolution output takes its input's suggested memory format:
-  /// channels-last when a 4-D input is, else contiguous.
+  /// The output takes its input's suggested memory format: channels-last when a 4-D
+  /// input is, else contiguous (cuDNN's convolutions; max/avg pooling and upsampling,
+  /// whose CUDA kernels allocate in input.suggest_memory_format()).
   Conv,
 };
 
@@ -132,6 +134,9 @@ struct Workspace {
   Expr above;
 };
 using WorkspaceFn = Workspace (*)(const Graph&, const Node&, DType run, bool input_grad, bool channels_last);
+
+/// The dims a CUDA TensorIterator reduction reduces, in [0, rank), or nullopt when unknown.
+using ReducedAxesFn = std::optional<std::vector<int64_t>> (*)(const Graph&, const Node&);
 
 /// Everything memest knows about one op. One entry per op, in its family's table.
 struct OpInfo {
@@ -208,6 +213,12 @@ struct OpInfo {
   /// traces7 regnet_y_400mf, traces9 resnext50_32x4d).
   bool overwritable_output = false;
   WorkspaceFn fwd_workspace = nullptr;
+  /// A CUDA reduction (Reduce.cuh: sum, mean, norm, prod; an exporter's GlobalAveragePool,
+  /// which PyTorch runs as a mean): the dims it reduces. Where the launch spreads each
+  /// output over several blocks, their partial results go through a global buffer held
+  /// during the call (estimator/reduce_kernel.h): a mean over the spatial dims of a
+  /// channels-last map took 132 MiB beside its 75 MB input (traces21 rnd15_27).
+  ReducedAxesFn reduced_axes = nullptr;
   /// The forward workspace is taken before the saved extras and freed after them
   /// (cuDNN's RNN: workspace, reserve, workspace freed); else after both.
   bool workspace_first = false;

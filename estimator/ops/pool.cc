@@ -73,18 +73,28 @@ std::vector<SavedExtra> lp_pool_intermediates(const Graph& g, const Node& n) {
   return {{product(*x), t, "x^p"}, {product(*out) * Expr(5), t, "lp-pool intermediates"}};
 }
 
+// adaptive_avg_pool(x, 1) is x.mean over every spatial dim (AdaptiveAveragePooling.cpp).
+std::optional<std::vector<int64_t>> spatial_axes(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  if (!x) return std::nullopt;
+  std::vector<int64_t> axes;
+  for (size_t i = 2; i < x->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  return axes;
+}
+
 constexpr const char* kFamily = "pool";
 
 const OpInfo kOps[] = {
     {.op = "MaxPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .saved_extra = pool_indices,
-     .extras_without_grad = true, .grads = "A",
+     .extras_without_grad = true, .grads = "A", .layout = Layout::Conv,
      .note = "keeps its input and int64 indices of the output's size (made even without a gradient)"},
     {.op = "AveragePool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .grads = "A",
+     .layout = Layout::Conv,
      .note = "keeps its input (avg_pool backward reads its shape and padding)"},
     {.op = "LpPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}),
      .saved_extra = lp_pool_intermediates, .grads = "A",
      .note = "keeps its input, x^p and five output-sized intermediates (measured)"},
-    {.op = "GlobalAveragePool", .family = kFamily, .shape = global, .grads = "A",
+    {.op = "GlobalAveragePool", .family = kFamily, .shape = global, .grads = "A", .reduced_axes = spatial_axes,
      .note = "adaptive_avg_pool(1) runs as a mean: nothing kept"},
     {.op = "GlobalMaxPool", .family = kFamily, .shape = global, .saved_inputs = bits({0}), .saved_extra = pool_indices,
      .extras_without_grad = true, .grads = "A", .note = "adaptive_max_pool(1): keeps input and indices"},

@@ -21,6 +21,34 @@ std::optional<std::vector<int64_t>> reduce_axes(const ShapeContext& ctx) {
   return std::vector<int64_t>{};
 }
 
+// The dims a Reduce* node reduces, for the CUDA kernel's launch (OpInfo::reduced_axes):
+// every dim for an empty list, none when noop_with_empty_axes makes it an identity.
+std::optional<std::vector<int64_t>> node_axes(const Graph& g, const Node& n) {
+  if (!n.has_input(0) || !g.tensors[n.inputs[0]].shape) return std::nullopt;
+  const auto rank = static_cast<int64_t>(g.tensors[n.inputs[0]].shape->size());
+  std::vector<int64_t> axes;
+  if (n.attr("axes")) {
+    axes = n.attr_ints("axes");
+  } else if (n.has_input(1)) {
+    const auto& v = g.tensors[n.inputs[1]].value;
+    if (!v) return std::nullopt;
+    for (const Expr& e : *v) {
+      const auto c = e.as_const();
+      if (!c) return std::nullopt;
+      axes.push_back(*c);
+    }
+  }
+  if (axes.empty()) {
+    if (n.attr_int("noop_with_empty_axes", 0) != 0) return axes;
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  for (int64_t& a : axes) {
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) return std::nullopt;
+  }
+  return axes;
+}
+
 // The output shape of reducing `axes` (all when empty), keeping them as 1s or dropping them.
 Shape reduced(const ShapeContext& ctx, const Shape& x, std::vector<int64_t> axes, bool keepdims) {
   if (axes.empty()) {
@@ -179,8 +207,10 @@ constexpr const char* kFamily = "reduce";
 // norm's 20 KB result, where an fp32 copy of x per block had been counted.
 const OpInfo kOps[] = {
     {.op = "ReduceSum", .family = kFamily, .shape = reduce<add>, .autocast = Autocast::Widen, .grads = "VN",
+     .reduced_axes = node_axes,
      .note = "backward expands the gradient (a view)"},
     {.op = "ReduceMean", .family = kFamily, .shape = reduce<nullptr>, .grads = "AN",
+     .reduced_axes = node_axes,
      .note = "backward expands and divides (allocates)"},
     {.op = "ReduceMax", .family = kFamily, .shape = reduce<nullptr>, .saved_inputs = bits({0}),
      .saved_outputs = bits({0}), .grads = "AN", .note = "amax: keeps input and result to find the maxima"},
@@ -188,18 +218,22 @@ const OpInfo kOps[] = {
      .saved_outputs = bits({0}), .grads = "AN", .note = "amin: keeps input and result to find the minima"},
     {.op = "ReduceProd", .family = kFamily, .shape = reduce<mul>, .autocast = Autocast::Widen, .saved_inputs = bits({0}),
      .saved_outputs = bits({0}), .grads = "AN",
+     .reduced_axes = node_axes,
      .note = "prod_backward reads input and result; autocast runs it in fp32"},
     {.op = "ReduceL1", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Widen,
-     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .note = "linalg_vector_norm(ord=1)"},
+     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .reduced_axes = node_axes,
+     .note = "linalg_vector_norm(ord=1)"},
     {.op = "ReduceL2", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Widen,
-     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .note = "linalg_vector_norm(ord=2)"},
+     .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN", .reduced_axes = node_axes,
+     .note = "linalg_vector_norm(ord=2)"},
     {.op = "ReduceLogSum", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
      .saved_outputs = bits({0}), .grads = "AN", .note = "log(sum): log keeps the (output-sized) sum"},
     {.op = "ReduceLogSumExp", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0}), .saved_outputs = bits({0}), .grads = "AN",
      .note = "backward reads input and result; autocast runs it in fp32"},
     {.op = "ReduceSumSquare", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
-     .saved_inputs = bits({0}), .grads = "AN", .note = "x*x then sum: the product keeps its input"},
+     .saved_inputs = bits({0}), .grads = "AN", .reduced_axes = node_axes,
+     .note = "x*x then sum: the product keeps its input"},
     {.op = "ArgMax", .family = kFamily, .shape = arg_reduce, .autocast = Autocast::None,
      .note = "int64 indices, no gradient"},
     {.op = "ArgMin", .family = kFamily, .shape = arg_reduce, .autocast = Autocast::None,

@@ -771,10 +771,12 @@ const OpInfo kOps[] = {
      .domain = "memest", .note = "Pad in reflect/edge mode (reflection_pad, replication_pad): keeps its input"},
     // Every upsample_* kernel is on autocast's fp32 list (autocast_mode.cpp AT_FORALL_FP32):
     // a half input is cast up and the result is fp32 (traces13 rnd5_27: trilinear).
+    // A channels-last input gives a channels-last output (upsample_*_out_cuda allocate in
+    // the input's suggested memory format).
     {.op = "Resize", .family = kFamily, .shape = resize, .autocast = Autocast::Fp32, .grads = "ANNN",
-     .note = "interpolate: nothing kept; autocast runs it in fp32"},
+     .layout = Layout::Conv, .note = "interpolate: nothing kept; autocast runs it in fp32"},
     {.op = "Upsample", .family = kFamily, .shape = upsample, .autocast = Autocast::Fp32, .grads = "AN",
-     .note = "Resize before opset 10"},
+     .layout = Layout::Conv, .note = "Resize before opset 10"},
     {.op = "GridSample", .family = kFamily, .shape = grid_sample, .autocast = Autocast::Promote,
      .saved_inputs = bits({0, 1}), .grads = "AA", .note = "grid_sampler: keeps input and grid"},
     {.op = "DepthToSpace", .family = kFamily, .shape = depth_to_space, .grads = "A",
