@@ -176,6 +176,11 @@ memest_matrix(matrix-blind7b-h200-torch2.11 SETS random13)
 # compared once (blind8-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind8-h200-torch2.11 SETS sample14 random14)
 memest_matrix(matrix-blind8b-h200-torch2.11 SETS random15)
+# Session 15's blind sample (gpu_session15.sh: sample seed 15, random seed 16;
+# gpu_session15b.sh: random seed 17), measured first thing in the session, compared once
+# (blind9-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind9-h200-torch2.11 SETS sample15 random16)
+memest_matrix(matrix-blind9b-h200-torch2.11 SETS random17)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
