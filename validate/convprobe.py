@@ -13,7 +13,8 @@ sizes (where the weight gradient's engine, and so its workspace, changes from la
 layer: per-sample fp32 partials, NHWC copies, or 64 partials); `--family conv3d` only
 dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelope most).
 `--family channels-last` draws as `any` does (a third depthwise), the input in
-channels-last strides. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
+channels-last strides; `--family depthwise` only depthwise layers, three in four
+channels-last. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
 so the engine behind a workspace can be named.
 """
 import argparse
@@ -108,8 +109,28 @@ def draw_channels_last(r):
     return c
 
 
+def draw_depthwise(r):
+    """Depthwise convolutions only (2-D mostly, some 1-D and 3-D), three in four with a
+    channels-last input: which cuDNN engine takes them (--kernels) and what it needs."""
+    nd = r.choices([1, 2, 3], [1, 7, 2])[0]
+    cin = r.choice([8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024])
+    k = r.choice([1, 2, 3, 3, 3, 5, 7] if nd < 3 else [1, 3, 3, 5])
+    stride = r.choice([1, 1, 1, 2]) if k > 1 else 1
+    dil = r.choice([1, 1, 1, 2, 3]) if k > 1 and stride == 1 else 1
+    size = {1: r.choice([64, 256, 1000, 4096]), 2: r.choice([7, 14, 17, 28, 32, 56, 64, 112]),
+            3: r.choice([4, 8, 16, 28])}[nd]
+    spatial = [size] * nd
+    pad = (dil * (k - 1)) // 2 if r.random() < 0.8 else 0
+    cout = cin * r.choice([1, 1, 1, 2])
+    per_sample = cout * _prod(spatial)
+    n = min(max(1, int(2 ** 27 // per_sample)), r.choice([1, 2, 4, 8, 16, 32, 64, 128]))
+    return {"nd": nd, "transposed": False, "n": n, "cin": cin, "cout": cout, "spatial": spatial, "k": k,
+            "stride": stride, "pad": pad, "dil": dil, "groups": cin, "dtype": r.choice(["float32", "float16", "bfloat16"]),
+            "opad": 0, "bias": r.random() < 0.5, "channels_last": r.random() < 0.75}
+
+
 FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
-            "channels-last": draw_channels_last}
+            "channels-last": draw_channels_last, "depthwise": draw_depthwise}
 
 
 def _kernels(torch, fn):
