@@ -73,7 +73,10 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
   return identity ? std::vector<int8_t>{} : result;
 }
 
-bool is_channels_last(const std::vector<int8_t>& layout) { return layout == std::vector<int8_t>{0, 3, 1, 2}; }
+// torch.channels_last (4-D) and torch.channels_last_3d (5-D): the channels innermost.
+bool is_channels_last(const std::vector<int8_t>& layout) {
+  return layout == std::vector<int8_t>{0, 3, 1, 2} || layout == std::vector<int8_t>{0, 4, 1, 2, 3};
+}
 
 namespace {
 

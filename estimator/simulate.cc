@@ -652,11 +652,15 @@ class Builder : public StepMemory {
   // concrete sizes: the block's bytes are the outputs' count, bounded by the launch.
   // -1 when there is none (or the input's strides are unknown).
   int reduction_buffer(int k, const Node& n, const OpInfo& info, const EffectiveInput& in) {
-    const Target& t = *cfg_.target;
-    if (t.sm_count == 0 || in.tensor < 0 || !g_.tensors[in.tensor].shape) return -1;
-    const Shape& x = *g_.tensors[in.tensor].shape;
-    const auto axes = info.reduced_axes(g_, n);
-    const std::vector<int8_t>& layout = layout_[in.tensor];
+    if (in.tensor < 0) return -1;
+    return reduction_buffer(k, in.tensor, info.reduced_axes(g_, n), in.dtype);
+  }
+  // The same for a reduction of tensor t (in its layout) over `axes`, run in `dtype`.
+  int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype) {
+    const Target& target = *cfg_.target;
+    if (target.sm_count == 0 || t < 0 || !g_.tensors[t].shape) return -1;
+    const Shape& x = *g_.tensors[t].shape;
+    const std::vector<int8_t>& layout = layout_[t];
     if (!axes || axes->empty() || x.size() > 64 || (!layout.empty() && layout.size() != x.size())) return -1;
     // Dims by memory position, innermost last; dims of size 1 have no say.
     std::vector<size_t> order;
@@ -679,15 +683,15 @@ class Builder : public StepMemory {
     ReduceLaunch l;
     l.reduces_innermost = reduced(order.back());
     l.one_reduce_dim = runs == 1;
-    l.acc_bytes = in.dtype == DType::F64 ? 8 : 4;
-    l.input_vec = dtype_size(in.dtype) == 2 ? 8 : 4;
+    l.acc_bytes = dtype == DType::F64 ? 8 : 4;
+    l.input_vec = dtype_size(dtype) == 2 ? 8 : 4;
     // Outputs per thread: 4, halved until it divides the innermost dim (an unknown one is
     // taken at 4, the largest buffer).
     const auto inner = x[order.back()].as_const();
     l.output_vec = 4;
     while (inner && l.output_vec > 1 && *inner % l.output_vec != 0) l.output_vec /= 2;
-    l.sm_count = t.sm_count;
-    l.threads_per_sm = t.threads_per_sm;
+    l.sm_count = target.sm_count;
+    l.threads_per_sm = target.threads_per_sm;
     const int b = alloc(outputs, Category::Temporaries, k);
     prog_.blocks[b].bounded = true;
     SizeBound sb;
@@ -782,6 +786,19 @@ class Builder : public StepMemory {
       unref(scratch(info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
                                         channels_last(eff[0].tensor)),
                     info->scratch_is_temporary, k));
+    }
+    // A convolution's bias gradient sums the output's gradient over every dim but the
+    // channels, a CUDA reduction, after the weight's gradient (convprobe-depthwise traces:
+    // grad_input, grad_weight, wgrad workspace, grad_bias, the reduction's buffer). The
+    // gradient is taken in the output's layout: on a channels-last map the channels are
+    // innermost and the buffer reaches 132 MiB.
+    if (info && info->bias_grad_is_reduction && ins.size() > 2 && ins[2] >= 0 && requires_grad_[ins[2]] && out0 >= 0 &&
+        g_.tensors[out0].shape) {
+      std::vector<int64_t> axes;
+      for (size_t i = 0; i < g_.tensors[out0].shape->size(); ++i) {
+        if (i != 1) axes.push_back(static_cast<int64_t>(i));
+      }
+      unref(reduction_buffer(k, out0, axes, run_dtype_[out0]));
     }
     for (int o : outs) {
       if (o >= 0 && grad_[o] >= 0) {

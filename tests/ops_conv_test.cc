@@ -297,6 +297,33 @@ TEST_CASE("conv: workspace envelope of 1-D, 3-D and transposed convolutions") {
   }
 }
 
+// A depthwise layer on a channels-last input runs cuDNN (use_cudnn_depthwise), whose
+// workspace the channels-last envelope bounds (estimator/data/cudnn_model_cl_h200.inc),
+// except the 3x3 undilated stride-1 case its specialised kernels run without one.
+TEST_CASE("conv: a channels-last depthwise layer takes the channels-last envelope") {
+  SUBCASE("2x2 dilated (traces21 rnd14_95): x + 8 y + 1.25 w for the weight gradient") {
+    // x = y = 32*48*48*4 = 294,912 B a sample, w = 32*1*2*2*4 = 512 B; the row
+    // {BwdWeight, Depthwise, fp32, spatial, 16, 128, 20, 0} in sixteenths:
+    // 294,912 + 8 * 294,912 = 2,654,208 a sample, 1.25 * 512 = 640.
+    Graph g = infer(
+        "input x float32 batch,32,48,48\nparam w float32 32,1,2,2\n"
+        "node Conv x w -> y pads=1,1,1,1 dilations=2,2 group=32");
+    const Node& n = producer(g, "y");
+    CHECK(shape(g, "y") == "[batch, 32, 48, 48]");
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).bytes.str() == "2654208*batch + 640");
+    // Contiguous, PyTorch's own depthwise kernel: none.
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.is_zero());
+  }
+  SUBCASE("3x3 undilated stride 1: cuDNN's specialised kernels, none") {
+    Graph g = infer(
+        "input x float32 batch,256,56,56\nparam w float32 256,1,3,3\n"
+        "node Conv x w -> y pads=1,1,1,1 group=256");
+    const Node& n = producer(g, "y");
+    CHECK(n.info->fwd_workspace(g, n, DType::F32, true, true).bytes.is_zero());
+    CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).bytes.is_zero());
+  }
+}
+
 // A dense 1x1 convolution's weight gradient (conv.cc's pointwise_wgrad): cuDNN's
 // per-sample GEMM (fp32 partials, N * Cin * Cout * 4 B) where it is likely, the NHWC
 // engine's copies (x + y) past the batch where the partials grow too large.

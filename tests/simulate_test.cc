@@ -777,3 +777,55 @@ output p
 }
 
 }  // namespace memest
+
+namespace memest {
+
+// Bytes of the reduction buffers a Conv node allocates in iteration 0's backward (its
+// bias gradient, OpInfo::bias_grad_is_reduction), at batch 8.
+std::vector<int64_t> bias_buffers(const char* text) {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(a, 8);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
+        a.graph.nodes[b.node].op == "Conv" && b.category == Category::Temporaries && b.bounded) {
+      out.push_back(block_size(a.program, ev.block, e.bindings, 512));
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a convolution's bias gradient on a channels-last map takes the reduction's buffer") {
+  // y = conv(x) is [8, 64, 192, 192] channels-last (its input is); the bias gradient sums
+  // it over N, H, W: 64 outputs innermost, 294,912 inputs each. output_vec 4: dim0 16,
+  // thread limit 128: block (16, 8); 294,912 per thread-column >= min(8 * 16, 256): block.y
+  // splits the inputs (step 8); grid.x = 16 / 16 = 1; target = 132 * (2048 / 128) = 2112;
+  // 36,864 values a thread; ctas = max(min(2112, 2304), 144) = 2112.
+  // 4 B * 64 * 2112 * (16 * 4) = 34,603,008 B.
+  CHECK(bias_buffers(R"(
+opset 17
+input x float32 batch,192,192,64
+param w float32 64,1,1,1
+param b float32 64
+node Transpose x -> xt perm=0,3,1,2 @ln
+node Conv xt w b -> y group=64 @conv
+output y
+)") == std::vector<int64_t>{34603008});
+  // Contiguous: W innermost is reduced, N and (H, W) are two runs (no vectorized loads):
+  // dim0 294,912, dim1 64: block (32, 16); block.x and block.y split the inputs (step
+  // 512); grid.x 64, target 132 * 4 = 528; 576 values a thread; ctas = max(min(9, 36), 3)
+  // = 9: 4 B * 64 * 9 = 2,304 B, 2,560 once rounded to 512.
+  CHECK(bias_buffers(R"(
+opset 17
+input x float32 batch,64,192,192
+param w float32 64,1,1,1
+param b float32 64
+node Conv x w b -> y group=64 @conv
+output y
+)") == std::vector<int64_t>{2560});
+}
+
+}  // namespace memest

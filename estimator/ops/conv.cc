@@ -2,6 +2,7 @@
 // sliding-window helper that pooling shares (shape_util's window_shape).
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <tuple>
 
 #include "estimator/ops/registry.h"
@@ -189,6 +190,23 @@ double activation_size(const CudnnRow& r) {
   return static_cast<double>(r.cin * r.h * r.w) + static_cast<double>(r.cout * r.h * r.w) / (r.sh * r.sw);
 }
 
+// Channels-last 2-D depthwise layers that cuDNN runs with little or no workspace
+// (convprobe-depthwise, seeds 33 and 34, the bias gradient's reduction set apart):
+// - 3x3, undilated, stride 1, one output channel per input channel (PVT's, MobileNet's):
+//   its specialised depthwise kernels (xmma depthwise tiling, shmem tiling, grouped
+//   direct); in 52 probes no forward or input-gradient workspace, the weight gradient's
+//   0.01 x the input's bytes at the median, 0.7 x at p90 (3.9 x at most, on 7x7 maps);
+// - strided: 51 probes, none forward, the weight gradient's 0 at the median and 1.0 x at
+//   p90 (21.7 x at most).
+// Those are taken as contiguous (PyTorch's kernels: none); the others (stride 1, another
+// kernel or dilated: median 0, p90 8 x; and every 3-D one: median 8 x) take the
+// channels-last envelope, which errs high where cuDNN picks a direct kernel.
+bool light_channels_last_depthwise(const CudnnRow& r) {
+  if (group_kind(r) != 1) return false;
+  const bool specialised = r.cout == r.cin && r.kh == 3 && r.kw == 3 && r.sh == 1 && r.sw == 1 && r.dh == 1 && r.dw == 1;
+  return specialised || r.sh > 1 || r.sw > 1;
+}
+
 // The table's row for this very layer (measured, not borrowed from a neighbour), if any.
 const CudnnRow* exact_row(const CudnnRow& want) {
   const auto& rows = cudnn_table();
@@ -233,8 +251,12 @@ std::optional<Workspaces> cudnn_workspaces(const Graph& g, const Node& n, DType 
     }
   }
   if (!best || best_d > kNearby) {
-    // Few layers were probed channels-last: one without a near row is taken as contiguous.
-    if (channels_last) return cudnn_workspaces(g, n, run, false);
+    // Few layers were probed channels-last: one without a near row is taken as contiguous,
+    // but for a depthwise one (which contiguous runs PyTorch's kernels, cuDNN's here) the
+    // channels-last envelope answers (model_workspace), except where cuDNN needs little.
+    if (channels_last && (group_kind(*want) != 1 || light_channels_last_depthwise(*want))) {
+      return cudnn_workspaces(g, n, run, false);
+    }
     // Nothing near: the envelope bounds it (model_workspace), never none. Until session 13
     // a far layer of a class the table holds kept none, which had held the blind set's
     // reserved p90 at 4.7% (7.8% with the envelope) but left real workspaces out:
@@ -285,6 +307,18 @@ struct WsModelRow {
 const WsModelRow kWsModel[] = {
 #include "estimator/data/cudnn_model_h200.inc"
 };
+// A depthwise layer whose input is channels-last goes to cuDNN, not to PyTorch's own
+// kernels (Convolution.cpp use_cudnn_depthwise: "always use cudnn_depthwise for
+// channels_last format"), and cuDNN's NHWC depthwise engines take workspaces of several
+// times the activations. validate/results/convprobe-cl-h200-torch2.11.jsonl.xz: 790
+// convolutions on channels-last inputs (a third depthwise), seed 31 fitted, seed 32
+// checked; depthwise weight gradients took 0.5 (x + y) at the median and up to 61 (x + y)
+// (traces21 rnd14_95: 113.5 MB for a 2x2 dilated layer on a 14 MB map). Used for those
+// layers only: dense and grouped channels-last layers keep the contiguous envelope, which
+// covers them (the channels-last fit's median envelope / measured is 1.1 to 2.9).
+const WsModelRow kWsModelChannelsLast[] = {
+#include "estimator/data/cudnn_model_cl_h200.inc"
+};
 
 // bytes * sixteenths / 16, exact when 16 divides every coefficient, else rounded up to
 // whole multiples of bytes (an envelope may only grow).
@@ -300,7 +334,7 @@ std::optional<Expr> run_bytes(const Graph& g, int tensor, DType run) {
   return product(*g.tensors[tensor].shape) * Expr(dtype_size(run));
 }
 
-Expr model_workspace(const Graph& g, const Node& n, DType run, WsCall call) {
+Expr model_workspace(const Graph& g, const Node& n, DType run, WsCall call, bool channels_last) {
   if (!n.has_input(0) || !n.has_input(1) || n.outputs.empty()) return Expr(0);
   const auto x = run_bytes(g, n.inputs[0], run), w = run_bytes(g, n.inputs[1], run),
              y = run_bytes(g, n.outputs[0], run);
@@ -314,7 +348,11 @@ Expr model_workspace(const Graph& g, const Node& n, DType run, WsCall call) {
   bool pointwise = true;
   for (size_t i = 2; i < ws.size(); ++i) pointwise = pointwise && ws[i].as_const() == std::optional<int64_t>(1);
   const int fp32 = run == DType::F32 ? 1 : 0;
-  for (const WsModelRow& r : kWsModel) {
+  const auto layer = channels_last ? layer_of(g, n, run, true) : std::nullopt;
+  const bool cudnn_depthwise =
+      channels_last && kind == WsGroups::Depthwise && !(layer && light_channels_last_depthwise(*layer));
+  for (const WsModelRow& r : cudnn_depthwise ? std::span<const WsModelRow>(kWsModelChannelsLast)
+                                             : std::span<const WsModelRow>(kWsModel)) {
     if (r.call != call || r.groups != kind || r.fp32 != fp32 || r.pointwise != (pointwise ? 1 : 0)) continue;
     // An output the shape pass could not size is taken as large as the input.
     const Expr& out = y ? *y : *x;
@@ -325,13 +363,13 @@ Expr model_workspace(const Graph& g, const Node& n, DType run, WsCall call) {
 
 Workspace conv_fwd_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
   const auto w = cudnn_workspaces(g, n, run, channels_last);
-  return w ? at_batch(g, n, w->fwd) : model_workspace(g, n, run, WsCall::Fwd);
+  return w ? at_batch(g, n, w->fwd) : model_workspace(g, n, run, WsCall::Fwd, channels_last);
 }
 
 // dgrad's workspace, right after the input's gradient.
 Workspace conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool, bool channels_last) {
   const auto w = cudnn_workspaces(g, n, run, channels_last);
-  return w ? at_batch(g, n, w->bwd_data) : model_workspace(g, n, run, WsCall::BwdData);
+  return w ? at_batch(g, n, w->bwd_data) : model_workspace(g, n, run, WsCall::BwdData, channels_last);
 }
 
 // ---- The weight gradient of a dense 1x1 convolution -----------------------------------
@@ -412,7 +450,7 @@ Workspace conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool inpu
   }
   const auto w = cudnn_workspaces(g, n, run, channels_last);
   if (w) return at_batch(g, n, input_grad ? w->bwd_weight : w->bwd_first);
-  return model_workspace(g, n, run, input_grad ? WsCall::BwdWeight : WsCall::BwdFirst);
+  return model_workspace(g, n, run, input_grad ? WsCall::BwdWeight : WsCall::BwdFirst, channels_last);
 }
 
 constexpr const char* kFamily = "conv";
@@ -428,12 +466,12 @@ constexpr const char* kFamily = "conv";
 const OpInfo kOps[] = {
     {.op = "Conv", .family = kFamily, .shape = conv, .autocast = Autocast::Lower, .saved_inputs = bits({0, 1}),
      .grads = "AAA", .layout = Layout::Conv, .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
-     .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace,
+     .bias_grad_is_reduction = true, .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace,
      .note = "convolution; keeps input and weight whenever recorded (one derivative formula for all)"},
     {.op = "ConvTranspose", .family = kFamily, .shape = conv_transpose, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1}), .grads = "AAA", .layout = Layout::Conv, .overwritable_output = true,
-     .fwd_workspace = conv_fwd_workspace, .bwd_data_workspace = conv_bwd_data_workspace,
-     .bwd_workspace = conv_bwd_workspace, .note = "transposed convolution; saves like Conv"},
+     .fwd_workspace = conv_fwd_workspace, .bias_grad_is_reduction = true,
+     .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace, .note = "transposed convolution; saves like Conv"},
 };
 
 }  // namespace

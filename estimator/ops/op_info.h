@@ -219,6 +219,10 @@ struct OpInfo {
   /// during the call (estimator/reduce_kernel.h): a mean over the spatial dims of a
   /// channels-last map took 132 MiB beside its 75 MB input (traces21 rnd15_27).
   ReducedAxesFn reduced_axes = nullptr;
+  /// The gradient of input 2 (a convolution's bias) is the output's gradient summed over
+  /// every dim but dim 1, by that CUDA reduction, with its buffer (after the other
+  /// gradients and the backward workspace).
+  bool bias_grad_is_reduction = false;
   /// The forward workspace is taken before the saved extras and freed after them
   /// (cuDNN's RNN: workspace, reserve, workspace freed); else after both.
   bool workspace_first = false;
