@@ -157,6 +157,65 @@ void Fuser::gelu(int k) {
   replace(last, "Gelu", {x}, dead);
 }
 
+// F.gelu(x, approximate="tanh") as the TorchScript exporter writes it below opset 20
+// (symbolic_opset9.gelu): half * (x * (one + Tanh(beta * (x + kappa * (x * (x * x)))))),
+// each Mul and Add with its operands in that order. Eager PyTorch runs it as one kernel
+// that keeps x alone (timm's GELUTanh: test_convnext's legacy export read +44%, its blocks'
+// activations counted twice). The same formula written in Python (HF's NewGELUActivation,
+// `0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * torch.pow(x, 3.0))))`) runs op by op and
+// keeps its intermediates: its export has a Pow and the constants second, and stays apart.
+void Fuser::gelu_tanh(int k) {
+  Node& tanh = g_.nodes[k];
+  if (tanh.dead || tanh.op != "Tanh" || tanh.inputs.empty()) return;
+  std::vector<int> dead = {k};
+  // The producer of tensor t when it is `op` with a scalar constant first and t has no
+  // other reader; its other operand in `rest`.
+  auto const_first = [&](int t, const char* op, int& rest) -> bool {
+    Node* n = producer(t);
+    if (!n || n->op != op || n->inputs.size() != 2 || only_consumer(t) < 0 || !is_scalar_const(n->inputs[0])) {
+      return false;
+    }
+    rest = n->inputs[1];
+    dead.push_back(T(t).producer);
+    return true;
+  };
+  int sum = -1;
+  if (!const_first(tanh.inputs[0], "Mul", sum)) return;  // beta * (x + ...)
+  Node* add = producer(sum);
+  if (!add || add->op != "Add" || add->inputs.size() != 2 || only_consumer(sum) < 0) return;
+  dead.push_back(T(sum).producer);
+  const int x = add->inputs[0];
+  int cube = -1;
+  if (!const_first(add->inputs[1], "Mul", cube)) return;  // kappa * x^3
+  Node* c = producer(cube);
+  if (!c || c->op != "Mul" || c->inputs.size() != 2 || c->inputs[0] != x || only_consumer(cube) < 0) return;
+  dead.push_back(T(cube).producer);
+  const int square = c->inputs[1];
+  Node* sq = producer(square);
+  if (!sq || sq->op != "Mul" || sq->inputs.size() != 2 || sq->inputs[0] != x || sq->inputs[1] != x ||
+      only_consumer(square) < 0) {
+    return;
+  }
+  dead.push_back(T(square).producer);
+  // one + tanh, x * that, half * that.
+  const int a1 = only_consumer(tanh.outputs[0]);
+  if (a1 < 0 || g_.nodes[a1].op != "Add" || g_.nodes[a1].inputs.size() != 2 ||
+      !is_scalar_const(g_.nodes[a1].inputs[0]) || g_.nodes[a1].inputs[1] != tanh.outputs[0]) {
+    return;
+  }
+  dead.push_back(a1);
+  const int m4 = only_consumer(g_.nodes[a1].outputs[0]);
+  if (m4 < 0 || g_.nodes[m4].op != "Mul" || g_.nodes[m4].inputs.size() != 2 || g_.nodes[m4].inputs[0] != x) return;
+  dead.push_back(m4);
+  const int m5 = only_consumer(g_.nodes[m4].outputs[0]);
+  if (m5 < 0 || g_.nodes[m5].op != "Mul" || g_.nodes[m5].inputs.size() != 2 || !is_scalar_const(g_.nodes[m5].inputs[0]) ||
+      g_.nodes[m5].inputs[1] != g_.nodes[m4].outputs[0]) {
+    return;
+  }
+  dead.push_back(m5);
+  replace(m5, "Gelu", {x}, dead);
+}
+
 // The TorchScript exporter reorders an RNN weight's gate blocks (PyTorch's i,f,g,o
 // to ONNX's i,o,f,c) with Slices of the parameter and a Concat of them. PyTorch
 // copies nothing: cuDNN reads the parameter (lstm_lm fp32 was 2% over, the two
@@ -470,11 +529,12 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
   // Each pattern starts at one op, and rewrites never make such an op: the nodes
   // each pass visits are found in one walk over the graph (a walk per pass read
   // every Node four times, a cache miss each on a large graph).
-  std::vector<int> erf, sigmoid, softmax, matmul, concat, instance_norm, mean, scatter, batch_norm;
+  std::vector<int> erf, tanh, sigmoid, softmax, matmul, concat, instance_norm, mean, scatter, batch_norm;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     if (n.dead) continue;
     if (n.op == "Erf") erf.push_back(static_cast<int>(k));
+    if (n.op == "Tanh") tanh.push_back(static_cast<int>(k));
     if (n.op == "Sigmoid") sigmoid.push_back(static_cast<int>(k));
     if (n.op == "Softmax") softmax.push_back(static_cast<int>(k));
     if (n.op == "MatMul") matmul.push_back(static_cast<int>(k));
@@ -502,6 +562,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
   }
   for (int k : mean) f.layer_norm(k);
   for (int k : erf) f.gelu(k);
+  for (int k : tanh) f.gelu_tanh(k);
   for (int k : sigmoid) f.silu(k);
   for (int k : instance_norm) f.group_norm(k);
   if (opts.attention) {

@@ -171,6 +171,8 @@ class Fuser {
   // The patterns, each tried at node k (fuse.cc).
   void linear(int k);
   void gelu(int k);
+  /// The TorchScript exporter's F.gelu(approximate="tanh") at opsets below 20, from its Tanh.
+  void gelu_tanh(int k);
   void weight_reorder(int k);
   void aten_call(const std::vector<int>& nodes, const char* op);
   void layer_norm(int k);

@@ -92,6 +92,61 @@ output y
   CHECK(estimate(a, 8).peak.peak_bytes == estimate(whole, 8).peak.peak_bytes);
 }
 
+TEST_CASE("the TorchScript exporter's tanh GELU is one Gelu; the same formula from Python code is not") {
+  // symbolic_opset9.gelu(approximate="tanh"): half * (x * (one + tanh(beta * (x + kappa *
+  // (x * (x * x)))))), constants first (timm's GELUTanh, test_convnext's legacy export).
+  const char* exporter = R"(
+opset 17
+input x float32 batch,64
+const beta float32 - = 0.7978845608
+const kappa float32 - = 0.044715
+const one float32 - = 1
+const half float32 - = 0.5
+node Mul x x -> sq
+node Mul x sq -> cube
+node Mul kappa cube -> kc
+node Add x kc -> s
+node Mul beta s -> inner
+node Tanh inner -> t
+node Add one t -> a
+node Mul x a -> m
+node Mul half m -> y
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze_text(exporter, cfg);
+  CHECK(live_ops(a) == std::map<std::string, int>{{"Gelu", 1}});
+  const Analysis whole = analyze_text(R"(
+opset 20
+input x float32 batch,64
+node Gelu x -> y
+output y
+)", cfg);
+  CHECK(estimate(a, 8).peak.peak_bytes == estimate(whole, 8).peak.peak_bytes);
+  // HF's NewGELUActivation in Python: torch.pow, constants second, run op by op.
+  Analysis py = analyze_text(R"(
+opset 17
+input x float32 batch,64
+const three float32 - = 3
+const beta float32 - = 0.7978845608
+const kappa float32 - = 0.044715
+const one float32 - = 1
+const half float32 - = 0.5
+node Pow x three -> cube
+node Mul cube kappa -> kc
+node Add x kc -> s
+node Mul s beta -> inner
+node Tanh inner -> t
+node Add t one -> a
+node Mul x half -> hx
+node Mul hx a -> y
+output y
+)", cfg);
+  CHECK(live_ops(py).count("Gelu") == 0);
+  CHECK(live_ops(py).at("Tanh") == 1);
+}
+
 TEST_CASE("an RNN weight's gate reordering (Slices of it, concatenated) is the weight itself") {
   // The TorchScript exporter's i,f,g,o -> i,o,f,c: PyTorch copies nothing (lstm_lm fp32
   // was 2% over, two 4 MiB copies a layer kept until its backward).
