@@ -179,6 +179,7 @@ class Fuser {
   void group_norm(int k);
   void slice_assign(int k);
   void silu(int k);
+  void mish(int k);
   void batch_stats(int k);
   // Helpers of layer_norm and slice_assign (fuse.cc).
   std::vector<int64_t> mean_axes(const Node& n, size_t rank) const;
