@@ -181,6 +181,10 @@ memest_matrix(matrix-blind8b-h200-torch2.11 SETS random15)
 # (blind9-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind9-h200-torch2.11 SETS sample15 random16)
 memest_matrix(matrix-blind9b-h200-torch2.11 SETS random17)
+# Session 15's second fresh sample (gpu_session15d.sh: sample seed 16, random seed 18),
+# measured mid-session, left unread, compared once at the session's last change
+# (blind10-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind10-h200-torch2.11 SETS sample16 random18)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
