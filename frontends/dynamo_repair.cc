@@ -274,11 +274,16 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
       numel = constant_numel(t);
       if (numel <= 1) continue;
     }
+    // A BatchNorm's running statistics are one module's buffers, never merged weights; its
+    // scale and bias are weights like any other (mobileone's identity BatchNorms, all ones
+    // and zeros in a fresh model, read one merged pair).
     bool affine_only = true, statistic = false;
     for (int c : g.tensors[id].consumers) {
       const Node& n = g.nodes[c];
       if (n.dead) continue;
-      if (n.op == "BatchNormalization") statistic = true;
+      if (n.op == "BatchNormalization") {
+        for (size_t i = 3; i < n.inputs.size(); ++i) statistic = statistic || n.inputs[i] == static_cast<int>(id);
+      }
       affine_only = affine_only && is_affine_use(n.op);
     }
     if (statistic) continue;

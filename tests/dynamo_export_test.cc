@@ -440,6 +440,55 @@ output y
   CHECK(parameter_bytes(h) == 2 * 4 * 4);
 }
 
+TEST_CASE("dynamo export: BatchNorms' merged scale and bias are one parameter per BatchNorm, their statistics stay") {
+  // mobileone's identity branches: a fresh BatchNorm's weight (ones) and bias (zeros) are
+  // merged across blocks into s.0.bn's, which s.1.bn reads as its scale and bias; each
+  // BatchNorm keeps its own running statistics. torch counts both pairs (48,896 bytes
+  // st_mobileone_s0 read under). A tensor read as a running statistic is never split.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8,4,4
+param s.0.bn.weight float32 8
+param s.0.bn.bias float32 8
+buffer s.0.bn.running_mean float32 8
+buffer s.0.bn.running_var float32 8
+buffer s.1.bn.running_mean float32 8
+buffer s.1.bn.running_var float32 8
+node BatchNormalization x s.0.bn.weight s.0.bn.bias s.0.bn.running_mean s.0.bn.running_var -> a training_mode=1 @s.0.bn
+node BatchNormalization a s.0.bn.weight s.0.bn.bias s.1.bn.running_mean s.1.bn.running_var -> y training_mode=1 @s.1.bn
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"s.0.bn.weight", "s.0.bn.bias"}, {"s.1.bn.weight", "s.1.bn.bias"}};
+  split_deduplicated_initializers(g, reads);
+  REQUIRE(g.find_tensor("s.1.bn.weight") >= 0);
+  REQUIRE(g.find_tensor("s.1.bn.bias") >= 0);
+  CHECK(g.nodes[1].inputs[1] == g.find_tensor("s.1.bn.weight"));
+  CHECK(g.nodes[1].inputs[2] == g.find_tensor("s.1.bn.bias"));
+  CHECK(g.nodes[1].inputs[3] == g.find_tensor("s.1.bn.running_mean"));
+  CHECK(parameter_bytes(g) == 4 * 8 * 4);
+
+  // Statistics merged across BatchNorms (zeros and ones) stay one buffer.
+  Graph h = read_text_graph(R"(
+opset 18
+input x float32 batch,8,4,4
+param a.weight float32 8
+param a.bias float32 8
+param b.weight float32 8
+param b.bias float32 8
+buffer a.running_mean float32 8
+buffer a.running_var float32 8
+node BatchNormalization x a.weight a.bias a.running_mean a.running_var -> p training_mode=1 @a
+node BatchNormalization p b.weight b.bias a.running_mean a.running_var -> y training_mode=1 @b
+output y
+)");
+  h.relink();
+  split_deduplicated_initializers(h);
+  CHECK(h.nodes[1].inputs[3] == h.find_tensor("a.running_mean"));
+  CHECK(parameter_bytes(h) == 4 * 8 * 4);
+}
+
 TEST_CASE("dynamo export: an unlisted initializer is a parameter when its reader's FX call takes a folded one") {
   // fc.weight and attn.proj.weight are listed with no initializer of their names. val_14
   // (32 x 16) is read by the MatMul of linear(%x, %p_fc_weight): fc.weight transposed,
