@@ -337,6 +337,62 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
   g.relink();
 }
 
+void classify_group_norm_initializers(Graph& g, const ParameterReads& reads) {
+  auto group_norm = [&](const Node& n) {
+    return !n.dead && n.call >= 0 && static_cast<size_t>(n.call) < g.calls.size() &&
+           g.calls[static_cast<size_t>(n.call)].starts_with("aten.group_norm");
+  };
+  auto initializer = [&](int id) {
+    const Tensor& t = g.tensors[id];
+    return t.producer < 0 && t.shape && is_floating(t.dtype) &&
+           (t.kind == TensorKind::Parameter || t.kind == TensorKind::Buffer || t.kind == TensorKind::Constant);
+  };
+  bool rewired = false;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (!group_norm(g.nodes[k])) continue;
+    const std::string op = g.nodes[k].op;
+    if (op == "Mul" || op == "Add") {
+      const bool weights = !reads.of(static_cast<int>(k)).empty();
+      for (int in : g.nodes[k].inputs) {
+        if (in >= 0 && initializer(in)) g.tensors[in].kind = weights ? TensorKind::Parameter : TensorKind::Constant;
+      }
+      continue;
+    }
+    if (op != "InstanceNormalization") continue;
+    for (size_t i = 1; i < g.nodes[k].inputs.size(); ++i) {
+      const int in = g.nodes[k].inputs[i];
+      if (in < 0 || !initializer(in)) continue;
+      // The exporter merges equal initializers: G ones may be a LayerNorm's weight as
+      // well, which stays that LayerNorm's; the InstanceNormalization gets its own constant.
+      bool shared = false;
+      for (int c : g.tensors[in].consumers) {
+        const Node& r = g.nodes[c];
+        shared = shared || !(group_norm(r) && r.op == "InstanceNormalization" &&
+                             std::find(r.inputs.begin() + 1, r.inputs.end(), in) != r.inputs.end());
+      }
+      if (!shared) {
+        g.tensors[in].kind = TensorKind::Constant;
+        continue;
+      }
+      const std::string name = g.tensors[in].name + "#group_norm";
+      const bool fresh = g.find_tensor(name) < 0;
+      const int copy = g.tensor_id(name);  // may move the tensors
+      if (fresh) {
+        Tensor& t = g.tensors[copy];
+        const Tensor& orig = g.tensors[in];
+        t.dtype = orig.dtype;
+        t.kind = TensorKind::Constant;
+        t.shape = orig.shape;
+        t.declared = orig.declared;
+        t.fvalue = orig.fvalue;
+      }
+      g.nodes[k].inputs[i] = copy;
+      rewired = true;
+    }
+  }
+  if (rewired) g.relink();
+}
+
 namespace {
 
 // The output features of layer `n` reading weight `w` without a bias input, where the

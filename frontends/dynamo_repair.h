@@ -82,6 +82,15 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {})
 /// layer's output features (channels). Returns how many.
 int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters);
 
+/// torchlib writes aten.group_norm(x, G, weight, bias) as InstanceNormalization of x
+/// reshaped to [N, G, -1], with a scale of G ones and a bias of G zeros it makes itself,
+/// then Mul by weight and Add of bias, both reshaped to [C, 1, ...]. In such a call the
+/// InstanceNormalization's scale and bias are constants, not weights (as parameters they
+/// read 32-64 bytes over on the random modules); the initializers the Mul and Add read
+/// are the module's weight and bias when its FX call takes parameters, whatever their
+/// size (a one-channel GroupNorm's are one element, which read as literal scalars).
+void classify_group_norm_initializers(Graph& g, const ParameterReads& reads);
+
 /// After lowering a dynamo export: a float initializer that its graph signature lists
 /// among `buffers` (BUFFER and CONSTANT_TENSOR targets), or does not list among
 /// `parameters` (PARAMETER targets) and that no folded weight explains, is a buffer the

@@ -672,6 +672,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
       buffers.push_back(c);
     }
     reads = parameter_reads(model, lowering.fx_calls());
+    classify_group_norm_initializers(g, reads);
     keep_exported_parameters(g, *params, buffers, reads);
     restore_dropped_biases(g, *params);
   }

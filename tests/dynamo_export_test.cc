@@ -489,6 +489,64 @@ output y
   CHECK(parameter_bytes(h) == 4 * 8 * 4);
 }
 
+TEST_CASE("dynamo export: in aten.group_norm's nodes, the InstanceNormalization's scale and bias are constants") {
+  // torchlib's group_norm: InstanceNormalization(x as [N, G, -1], G ones, G zeros), then
+  // Mul by weight and Add of bias as [C, 1]. Here G = 1 and C = 1: the merged ones (also
+  // ln.weight, a LayerNorm's) and zeros are the InstanceNormalization's constants, and the
+  // one-element val_36 and val_38, which read as literal scalars, are gn.weight and
+  // gn.bias (the random modules were 32-64 bytes over, or 8 under).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,1,4
+param ln.weight float32 1
+param ln.bias float32 1
+param val_36 float32 1,1
+param val_38 float32 1,1
+node LayerNormalization x ln.weight ln.bias -> a axis=-1 @ln
+node InstanceNormalization a ln.weight ln.bias -> b @gn
+node Mul b val_36 -> c @gn
+node Add c val_38 -> y @gn
+output y
+)");
+  g.relink();
+  g.calls = {"aten.layer_norm.default", "aten.group_norm.default"};
+  g.nodes[0].call = 0;
+  for (int k : {1, 2, 3}) g.nodes[k].call = 1;
+  g.tensors[g.find_tensor("val_36")].kind = TensorKind::Constant;  // as classify_initializers leaves a scalar
+  g.tensors[g.find_tensor("val_38")].kind = TensorKind::Constant;
+  ParameterReads reads;
+  reads.by_node = {{"ln.weight", "ln.bias"}, {"gn.weight", "gn.bias"}, {"gn.weight", "gn.bias"}, {"gn.weight", "gn.bias"}};
+  classify_group_norm_initializers(g, reads);
+  CHECK(g.nodes[0].inputs[1] == g.find_tensor("ln.weight"));
+  CHECK(g.tensors[g.nodes[1].inputs[1]].kind == TensorKind::Constant);
+  CHECK(g.tensors[g.nodes[1].inputs[2]].kind == TensorKind::Constant);
+  CHECK(g.tensors[g.find_tensor("val_36")].kind == TensorKind::Parameter);
+  CHECK(parameter_bytes(g) == 4 * 4);  // ln.weight, ln.bias, gn.weight, gn.bias
+
+  // A GroupNorm of 8 channels in 4 groups whose scale and bias only it reads.
+  Graph h = read_text_graph(R"(
+opset 18
+input x float32 batch,8,4
+param val_10 float32 4
+param val_13 float32 4
+param val_23 float32 8,1
+param val_25 float32 8,1
+node Reshape x shp -> r @gn
+node InstanceNormalization r val_10 val_13 -> b @gn
+node Reshape b shp2 -> c @gn
+node Mul c val_23 -> d @gn
+node Add d val_25 -> y @gn
+output y
+)");
+  h.relink();
+  h.calls = {"aten.group_norm.default"};
+  for (Node& n : h.nodes) n.call = 0;
+  reads.by_node.assign(5, {"gn.weight", "gn.bias"});
+  classify_group_norm_initializers(h, reads);
+  CHECK(h.tensors[h.find_tensor("val_10")].kind == TensorKind::Constant);
+  CHECK(parameter_bytes(h) == 2 * 8 * 4);
+}
+
 TEST_CASE("dynamo export: an unlisted initializer is a parameter when its reader's FX call takes a folded one") {
   // fc.weight and attn.proj.weight are listed with no initializer of their names. val_14
   // (32 x 16) is read by the MatMul of linear(%x, %p_fc_weight): fc.weight transposed,
