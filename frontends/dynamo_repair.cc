@@ -262,8 +262,64 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
 
 }  // namespace
 
+namespace {
+
+// A node that reads one merged initializer at several inputs, where its FX call takes as
+// many parameters with no tensor of their own (or the initializer's), reads that many
+// parameters: levit's BatchNorms start with weight and bias both zero, so one initializer
+// is their scale and their bias. The inputs take the call's parameters in order (aten's
+// batch_norm, layer_norm, conv and linear list weight before bias, as ONNX does); each
+// input but the one of the initializer's own name reads a copy named after its parameter.
+// Returns whether any input was rewired.
+bool split_repeated_reads(Graph& g, const ParameterReads& reads) {
+  bool rewired = false;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (g.nodes[k].dead) continue;
+    const std::vector<int> inputs = g.nodes[k].inputs;  // a copy: new_tensor() may move the tensors
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int id = inputs[i];
+      if (id < 0 || std::find(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(i), id) !=
+                        inputs.begin() + static_cast<std::ptrdiff_t>(i)) {
+        continue;
+      }
+      std::vector<size_t> at;
+      for (size_t j = i; j < inputs.size(); ++j) {
+        if (inputs[j] == id) at.push_back(j);
+      }
+      const Tensor& t = g.tensors[id];
+      if (at.size() < 2 || t.producer >= 0 || !is_floating(t.dtype) || !t.shape ||
+          (t.kind != TensorKind::Parameter && t.kind != TensorKind::Buffer)) {
+        continue;
+      }
+      std::vector<std::string> params;
+      for (std::string_view p : reads.of(static_cast<int>(k))) {
+        if (p == t.name || g.find_tensor(p) < 0) params.emplace_back(p);
+      }
+      if (params.size() != at.size()) continue;
+      for (size_t j = 0; j < at.size(); ++j) {
+        if (params[j] == g.tensors[id].name) continue;
+        const int copy = g.new_tensor(params[j]);  // may move the tensors
+        Tensor& c = g.tensors[copy];
+        const Tensor& orig = g.tensors[id];
+        c.dtype = orig.dtype;
+        c.kind = TensorKind::Parameter;
+        c.shape = orig.shape;
+        c.declared = orig.declared;
+        c.fvalue = orig.fvalue;
+        c.module = module_from_param_name(params[j]);
+        g.nodes[k].inputs[at[j]] = copy;
+        rewired = true;
+      }
+    }
+  }
+  return rewired;
+}
+
+}  // namespace
+
 void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
   constexpr int64_t kMaxDeduplicated = 1 << 16;
+  if (!reads.empty() && split_repeated_reads(g, reads)) g.relink();
   const size_t n_tensors = g.tensors.size();
   for (size_t id = 0; id < n_tensors; ++id) {
     int64_t numel = 0;

@@ -489,6 +489,37 @@ output y
   CHECK(parameter_bytes(h) == 4 * 8 * 4);
 }
 
+TEST_CASE("dynamo export: one merged initializer a node reads as two of its call's parameters is two parameters") {
+  // levit's BatchNorms start with weight and bias both zero: the exporter keeps one
+  // initializer (a.bn.weight) that a.bn reads as scale and bias, and b.bn too. Each
+  // BatchNorm has two parameters of 8 (torch: 4 x 32 bytes); memest saw one per BatchNorm.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8
+param a.bn.weight float32 8
+buffer a.bn.running_mean float32 8
+buffer a.bn.running_var float32 8
+buffer b.bn.running_mean float32 8
+buffer b.bn.running_var float32 8
+node BatchNormalization x a.bn.weight a.bn.weight a.bn.running_mean a.bn.running_var -> h training_mode=1 @a.bn
+node BatchNormalization h a.bn.weight a.bn.weight b.bn.running_mean b.bn.running_var -> y training_mode=1 @b.bn
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"a.bn.weight", "a.bn.bias"}, {"b.bn.weight", "b.bn.bias"}};
+  split_deduplicated_initializers(g, reads);
+  REQUIRE(g.find_tensor("a.bn.bias") >= 0);
+  REQUIRE(g.find_tensor("b.bn.weight") >= 0);
+  REQUIRE(g.find_tensor("b.bn.bias") >= 0);
+  CHECK(g.nodes[0].inputs[1] == g.find_tensor("a.bn.weight"));
+  CHECK(g.nodes[0].inputs[2] == g.find_tensor("a.bn.bias"));
+  CHECK(g.nodes[1].inputs[1] == g.find_tensor("b.bn.weight"));
+  CHECK(g.nodes[1].inputs[2] == g.find_tensor("b.bn.bias"));
+  CHECK(g.tensors[g.find_tensor("b.bn.bias")].module == "b.bn");
+  CHECK(parameter_bytes(g) == 4 * 8 * 4);
+}
+
 TEST_CASE("dynamo export: in aten.group_norm's nodes, the InstanceNormalization's scale and bias are constants") {
   // torchlib's group_norm: InstanceNormalization(x as [N, G, -1], G ones, G zeros), then
   // Mul by weight and Add of bias as [C, 1]. Here G = 1 and C = 1: the merged ones (also
