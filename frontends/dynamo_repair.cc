@@ -465,28 +465,50 @@ std::optional<Expr> biasless_out_features(const Node& n, int w, const Shape& ws)
 
 }  // namespace
 
-int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters) {
+int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters, const ParameterReads& reads) {
   int restored = 0;
+  auto restore = [&](std::string_view p, int k, const Expr& out, DType dtype, std::string module) {
+    const int b = g.new_tensor(std::string(p));  // may move the tensors: nothing held across it
+    Tensor& bias = g.tensors[b];
+    bias.kind = TensorKind::Parameter;
+    bias.dtype = dtype;
+    bias.shape = Shape{out};
+    bias.module = std::move(module);
+    g.nodes[k].inputs.push_back(b);
+    ++restored;
+  };
   for (std::string_view p : parameters) {
     if (!p.ends_with(".bias") || g.find_tensor(p) >= 0) continue;
     const std::string weight = std::string(p.substr(0, p.size() - 5)) + ".weight";
     const int w = g.find_tensor(weight);
-    if (w < 0 || !g.tensors[w].shape) continue;
-    const std::vector<int> readers = g.tensors[w].consumers;  // a copy: new_tensor() may move the tensors
-    for (int k : readers) {
-      const std::optional<Expr> out = biasless_out_features(g.nodes[k], w, *g.tensors[w].shape);
+    bool done = false;
+    if (w >= 0 && g.tensors[w].shape) {
+      const std::vector<int> readers = g.tensors[w].consumers;  // a copy: new_tensor() may move the tensors
+      for (int k : readers) {
+        const std::optional<Expr> out = biasless_out_features(g.nodes[k], w, *g.tensors[w].shape);
+        if (!out) continue;
+        restore(p, k, *out, g.tensors[w].dtype, g.tensors[w].module);
+        done = true;
+        break;
+      }
+    }
+    if (done || reads.empty()) continue;
+    // The layer may read its weight computed (ScaledStdConv2d standardizes it first, into
+    // an activation or, folded, an initializer of the exporter's name): its FX call still
+    // takes the bias. The output features come from what the layer reads, else from the
+    // weight parameter.
+    for (size_t k = 0; k < g.nodes.size() && !done; ++k) {
+      const std::span<const std::string_view> takes = reads.of(static_cast<int>(k));
+      if (std::find(takes.begin(), takes.end(), p) == takes.end()) continue;
+      const Node& n = g.nodes[k];
+      if (n.inputs.size() != 2 || n.inputs[1] < 0) continue;
+      const Tensor& read = g.tensors[n.inputs[1]];
+      const Tensor* shaped = read.shape ? &read : w >= 0 && g.tensors[w].shape ? &g.tensors[w] : nullptr;
+      if (!shaped) continue;
+      const std::optional<Expr> out = biasless_out_features(n, n.inputs[1], *shaped->shape);
       if (!out) continue;
-      const DType dtype = g.tensors[w].dtype;
-      const std::string module = g.tensors[w].module;
-      const int b = g.new_tensor(std::string(p));  // may move the tensors: nothing held across it
-      Tensor& bias = g.tensors[b];
-      bias.kind = TensorKind::Parameter;
-      bias.dtype = dtype;
-      bias.shape = Shape{*out};
-      bias.module = module;
-      g.nodes[k].inputs.push_back(b);
-      ++restored;
-      break;
+      restore(p, static_cast<int>(k), *out, shaped->dtype, module_from_param_name(std::string(p)));
+      done = true;
     }
   }
   if (restored > 0) g.relink();

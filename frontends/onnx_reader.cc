@@ -674,7 +674,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
     reads = parameter_reads(model, lowering.fx_calls());
     classify_group_norm_initializers(g, reads);
     keep_exported_parameters(g, *params, buffers, reads);
-    restore_dropped_biases(g, *params);
+    restore_dropped_biases(g, *params, reads);
   }
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);

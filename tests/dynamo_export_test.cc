@@ -489,6 +489,40 @@ output y
   CHECK(parameter_bytes(h) == 4 * 8 * 4);
 }
 
+TEST_CASE("dynamo export: a layer that reads its weight computed keeps its dropped bias") {
+  // timm's ScaledStdConv2d: conv2d(x, standardize(weight) * gain, bias). The zero bias is
+  // dropped from the Conv, which reads the standardized weight, an activation: its FX
+  // call still takes s.conv.bias, of s.conv.weight's 8 output channels. A stem conv whose
+  // whole weight computation the exporter folded reads view_2 (8 x 3 x 3 x 3), no
+  // parameter of its own: its bias takes view_2's output channels (nf_resnet26 read
+  // 123,392 bytes under, eca_nfnet_l2 691,584).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,3,8,8
+param s.conv.weight float32 8,3,3,3
+param view_2 float32 4,3,3,3
+node Reshape s.conv.weight shp -> v @s.conv
+node Reshape v shp2 -> w @s.conv
+node Conv x w -> y1 @s.conv
+node Conv x view_2 -> y2 @stem.conv
+node Add y1 y2 -> y
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"s.conv.weight"}, {}, {"s.conv.bias"}, {"stem.conv.bias"}, {}};
+  const std::vector<std::string_view> params = {"s.conv.weight", "s.conv.bias", "stem.conv.weight", "stem.conv.bias"};
+  CHECK(restore_dropped_biases(g, params, reads) == 2);
+  const int b = g.find_tensor("s.conv.bias");
+  const int sb = g.find_tensor("stem.conv.bias");
+  REQUIRE(b >= 0);
+  REQUIRE(sb >= 0);
+  CHECK(*g.tensors[b].shape == Shape{Expr(8)});
+  CHECK(*g.tensors[sb].shape == Shape{Expr(4)});
+  CHECK(g.nodes[2].inputs.size() == 3);
+  CHECK(parameter_bytes(g) == (8 * 3 * 3 * 3 + 8 + 4 * 3 * 3 * 3 + 4) * 4);
+}
+
 TEST_CASE("dynamo export: one merged initializer a node reads as two of its call's parameters is two parameters") {
   // levit's BatchNorms start with weight and bias both zero: the exporter keeps one
   // initializer (a.bn.weight) that a.bn reads as scale and bias, and b.bn too. Each
