@@ -598,14 +598,32 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     }
     return false;
   };
+  // A layout call's value that a folded parameter no FX call takes, of the reader's own
+  // module, explains whatever its name (ScaledStdConv2d's `(gain * scale).view(-1)`, as
+  // `view_1`, the scale of its weight's standardization): one initializer each.
+  std::unordered_set<std::string_view> claimed;
+  auto claims_untaken = [&](const Tensor& ten) {
+    for (int c : ten.consumers) {
+      const std::string& m = g.nodes[c].module;
+      if (m.empty()) continue;
+      for (std::string_view f : untaken) {
+        if (f.size() <= m.size() + 1 || f.compare(0, m.size(), m) != 0 || f[m.size()] != '.') continue;
+        if (f.find('.', m.size() + 1) != std::string_view::npos || !claimed.insert(f).second) continue;
+        return true;
+      }
+    }
+    return false;
+  };
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
     int64_t numel = 1;
     for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
     const bool below = numel > kMaxFoldedBuffer;
+    const bool layout = names_layout_call(ten.name);
     const bool weight = reads.empty() ? reads_folded(ten, below, folded)
-                                      : takes_folded(ten) || reads_folded(ten, below, names_layout_call(ten.name) ? untaken : folded);
+                                      : takes_folded(ten) || reads_folded(ten, below, layout ? untaken : folded) ||
+                                            (layout && claims_untaken(ten));
     if (!weight) ten.kind = TensorKind::Buffer;
   }
 }

@@ -523,6 +523,31 @@ output y
   CHECK(parameter_bytes(g) == (8 * 3 * 3 * 3 + 8 + 4 * 3 * 3 * 3 + 4) * 4);
 }
 
+TEST_CASE("dynamo export: a layout call's value is the parameter of its reader's module that no FX call takes") {
+  // ScaledStdConv2d scales its standardized weight by (gain * scale).view(-1), which the
+  // exporter folds into an initializer named after the view (view_1). No FX call takes
+  // s.conv.gain (the Mul that read it folded away): view_1 is it, the one parameter of its
+  // reader's module no call takes. A second such value (view_5) is not gain again.
+  // botnet's height_rel, transposed at export (transpose_2), is read the same way.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8
+param view_1 float32 8
+param view_5 float32 8
+node Mul x view_1 -> a @s.conv
+node Mul a view_5 -> y @s.conv
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {}};
+  const std::vector<std::string_view> params = {"s.conv.gain"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("view_1")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("view_5")].kind == TensorKind::Buffer);
+  CHECK(parameter_bytes(g) == 8 * 4);
+}
+
 TEST_CASE("dynamo export: one merged initializer a node reads as two of its call's parameters is two parameters") {
   // levit's BatchNorms start with weight and bias both zero: the exporter keeps one
   // initializer (a.bn.weight) that a.bn reads as scale and bias, and b.bn too. Each
