@@ -451,16 +451,32 @@ void classify_group_norm_initializers(Graph& g, const ParameterReads& reads) {
 
 namespace {
 
-// The output features of layer `n` reading weight `w` without a bias input, where the
-// exporter's optimizer may have dropped a zero bias: a Gemm with two inputs (C is its
-// third), a Conv or ConvTranspose with two (B is their third). Empty for anything else.
-std::optional<Expr> biasless_out_features(const Node& n, int w, const Shape& ws) {
-  if (n.dead || n.inputs.size() != 2 || n.inputs[1] != w) return std::nullopt;
+// The output features of layer `n` from its weight's shape `ws`: a Gemm's, a Conv's or a
+// ConvTranspose's. Empty for anything else.
+std::optional<Expr> out_features(const Node& n, const Shape& ws) {
   if (n.op == "Gemm" && ws.size() == 2) return n.attr_int("transB", 0) != 0 ? ws[0] : ws[1];
   if (n.op == "Conv" && ws.size() >= 3) return ws[0];
   // ConvTranspose's weight is [C_in, C_out / group, ...]: bias has C_out.
   if (n.op == "ConvTranspose" && ws.size() >= 3) return ws[1] * Expr(n.attr_int("group", 1));
   return std::nullopt;
+}
+
+// The output features of layer `n` reading weight `w` without a bias input, where the
+// exporter's optimizer may have dropped a zero bias: a Gemm with two inputs (C is its
+// third), a Conv or ConvTranspose with two (B is their third).
+std::optional<Expr> biasless_out_features(const Node& n, int w, const Shape& ws) {
+  if (n.dead || n.inputs.size() != 2 || n.inputs[1] != w) return std::nullopt;
+  return out_features(n, ws);
+}
+
+// Whether layer `n` reads weight `w` and a bias the exporter made, no parameter: folding
+// a BatchNorm into the Conv before it gives the Conv a bias named after the weight
+// ("fc1.weight_bias"), which stands for the Conv's own bias, if it has one, and the
+// BatchNorm's shift, which restore_batch_norm puts back (rexnet's squeeze-excite fc1).
+bool reads_made_bias(const Graph& g, const Node& n, int w) {
+  if (n.dead || n.inputs.size() != 3 || n.inputs[1] != w || n.inputs[2] < 0) return false;
+  const Tensor& b = g.tensors[n.inputs[2]];
+  return b.producer < 0 && b.kind != TensorKind::Parameter && b.kind != TensorKind::Input;
 }
 
 }  // namespace
@@ -485,8 +501,11 @@ int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parame
     if (w >= 0 && g.tensors[w].shape) {
       const std::vector<int> readers = g.tensors[w].consumers;  // a copy: new_tensor() may move the tensors
       for (int k : readers) {
-        const std::optional<Expr> out = biasless_out_features(g.nodes[k], w, *g.tensors[w].shape);
+        const bool made = reads_made_bias(g, g.nodes[k], w);
+        const std::optional<Expr> out =
+            made ? out_features(g.nodes[k], *g.tensors[w].shape) : biasless_out_features(g.nodes[k], w, *g.tensors[w].shape);
         if (!out) continue;
+        if (made) g.nodes[k].inputs.pop_back();
         restore(p, k, *out, g.tensors[w].dtype, g.tensors[w].module);
         done = true;
         break;

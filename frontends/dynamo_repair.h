@@ -79,9 +79,11 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {})
 /// though the parameter still exists, gets a gradient and optimizer state. A bias the
 /// graph signature lists as a parameter but no tensor holds, of a module whose layer
 /// reads its weight without a bias input, is put back: [N] in the weight's dtype, N the
-/// layer's output features (channels). With `reads` (the FX metadata), so is one whose
-/// layer's FX call takes it though the layer reads a weight computed from its parameter
-/// (timm's ScaledStdConv2d standardizes its weight first). Returns how many.
+/// layer's output features (channels); so is one whose layer reads a bias the exporter
+/// made when it folded a BatchNorm in, which it replaces. With `reads` (the FX
+/// metadata), so is one whose layer's FX call takes it though the layer reads a weight
+/// computed from its parameter (timm's ScaledStdConv2d standardizes its weight first).
+/// Returns how many.
 int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters, const ParameterReads& reads = {});
 
 /// torchlib writes aten.group_norm(x, G, weight, bias) as InstanceNormalization of x

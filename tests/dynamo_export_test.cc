@@ -523,6 +523,30 @@ output y
   CHECK(parameter_bytes(g) == (8 * 3 * 3 * 3 + 8 + 4 * 3 * 3 * 3 + 4) * 4);
 }
 
+TEST_CASE("dynamo export: a conv bias the exporter folded a BatchNorm into is put back in place of the made one") {
+  // rexnet's squeeze-excite: fc1 (a Conv with a zero bias) then bn. The exporter folds bn
+  // into the Conv, which then reads a bias it made, se.fc1.weight_bias (no parameter: the
+  // signature does not list it); se.fc1.bias, listed, has no tensor. The Conv reads the
+  // parameter instead: 4 floats, as torch counts them (rexnet_100 read 2,748 bytes under).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8,1,1
+param se.fc1.weight float32 4,8,1,1
+buffer se.fc1.weight_bias float32 4
+node Conv x se.fc1.weight se.fc1.weight_bias -> y @se.fc1
+output y
+)");
+  g.relink();
+  const std::vector<std::string_view> params = {"se.fc1.weight", "se.fc1.bias"};
+  CHECK(restore_dropped_biases(g, params) == 1);
+  const int b = g.find_tensor("se.fc1.bias");
+  REQUIRE(b >= 0);
+  CHECK(g.nodes[0].inputs.size() == 3);
+  CHECK(g.nodes[0].inputs[2] == b);
+  CHECK(*g.tensors[b].shape == Shape{Expr(4)});
+  CHECK(parameter_bytes(g) == (4 * 8 + 4) * 4);
+}
+
 TEST_CASE("dynamo export: a layout call's value is the parameter of its reader's module that no FX call takes") {
   // ScaledStdConv2d scales its standardized weight by (gain * scale).view(-1), which the
   // exporter folds into an initializer named after the view (view_1). No FX call takes
