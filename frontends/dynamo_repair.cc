@@ -590,9 +590,14 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
   // Whether a reader's module lists a folded weight; for a large initializer, whether a
   // reader's module or one below it (any, for a reader of no known module) lists any
   // folded parameter.
-  auto reads_folded = [&](const Tensor& ten, bool below, const std::vector<std::string_view>& candidates) {
+  // With the FX metadata, a reader at the top level (no module) of an initializer its
+  // call does not take, named after no layout call, says nothing: dinov3's rotary angles
+  // (`tile`, 256 x 64, computed from a buffer) are read by the model's own sin and cos.
+  auto reads_folded = [&](const Tensor& ten, bool below, const std::vector<std::string_view>& candidates,
+                          bool top = true) {
     for (int c : ten.consumers) {
       const std::string& m = g.nodes[c].module;
+      if (m.empty() && !top) continue;
       for (std::string_view f : candidates) {
         if (f.size() <= m.size() || f.compare(0, m.size(), m) != 0 || (!m.empty() && f[m.size()] != '.')) continue;
         if (below || f.substr(m.size()) == ".weight") return true;
@@ -641,7 +646,7 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     const bool below = numel > kMaxFoldedBuffer;
     const bool layout = names_layout_call(ten.name);
     const bool weight = reads.empty() ? reads_folded(ten, below, folded)
-                                      : takes_folded(ten) || reads_folded(ten, below, layout ? untaken : folded) ||
+                                      : takes_folded(ten) || reads_folded(ten, below, layout ? untaken : folded, layout) ||
                                             (layout && claims_untaken(ten));
     if (!weight) ten.kind = TensorKind::Buffer;
   }

@@ -547,6 +547,31 @@ output y
   CHECK(parameter_bytes(g) == (4 * 8 + 4) * 4);
 }
 
+TEST_CASE("dynamo export: a large initializer read at the top level by calls that take no parameter is a buffer") {
+  // dinov3's rotary angles: `tile` (256 x 64) computed at export from a buffer, read by
+  // the model's own sin and cos (no module), whose FX calls take no parameter. A reader
+  // of no module once matched any folded parameter (blocks.0.fc.weight here): 65,536
+  // bytes of parameters torch does not have. val_9, the folded fc weight, still is one.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,64
+param tile float32 256,64
+param val_9 float32 64,64
+node Sin tile -> s
+node MatMul x val_9 -> h @blocks.0.fc
+node Add h s -> y @blocks.0
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {"blocks.0.fc.weight"}, {}};
+  const std::vector<std::string_view> params = {"blocks.0.fc.weight"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("tile")].kind == TensorKind::Buffer);
+  CHECK(g.tensors[g.find_tensor("val_9")].kind == TensorKind::Parameter);
+  CHECK(parameter_bytes(g) == 64 * 64 * 4);
+}
+
 TEST_CASE("dynamo export: a layout call's value is the parameter of its reader's module that no FX call takes") {
   // ScaledStdConv2d scales its standardized weight by (gain * scale).view(-1), which the
   // exporter folds into an initializer named after the view (view_1). No FX call takes
