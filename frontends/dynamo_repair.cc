@@ -622,6 +622,17 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     }
     return false;
   };
+  // Whether a reader's FX call takes a buffer or constant with no tensor of its name:
+  // the initializer is that buffer under the exporter's name (CTRL's pos_encoding, a
+  // 512 x 256 table gathered by position, as val_127), whatever module reads it.
+  auto takes_buffer = [&](const Tensor& ten) {
+    for (int c : ten.consumers) {
+      for (std::string_view b : reads.buffers_of(c)) {
+        if (g.find_tensor(b) < 0) return true;
+      }
+    }
+    return false;
+  };
   // A layout call's value that a folded parameter no FX call takes, of the reader's own
   // module, explains whatever its name (ScaledStdConv2d's `(gain * scale).view(-1)`, as
   // `view_1`, the scale of its weight's standardization): one initializer each.
@@ -645,9 +656,14 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
     const bool below = numel > kMaxFoldedBuffer;
     const bool layout = names_layout_call(ten.name);
-    const bool weight = reads.empty() ? reads_folded(ten, below, folded)
-                                      : takes_folded(ten) || reads_folded(ten, below, layout ? untaken : folded, layout) ||
-                                            (layout && claims_untaken(ten));
+    bool weight = false;
+    if (reads.empty()) {
+      weight = reads_folded(ten, below, folded);
+    } else if (takes_folded(ten)) {
+      weight = true;
+    } else if (!takes_buffer(ten)) {
+      weight = reads_folded(ten, below, layout ? untaken : folded, layout) || (layout && claims_untaken(ten));
+    }
     if (!weight) ten.kind = TensorKind::Buffer;
   }
 }

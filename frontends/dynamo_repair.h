@@ -18,10 +18,17 @@ namespace memest {
 /// is. Empty for a file without that metadata; nothing for nodes memest added.
 struct ParameterReads {
   std::vector<std::vector<std::string_view>> by_node;
+  /// The same for the signature's buffers and constants (`%b_pos_encoding`): node k's call
+  /// takes `buffers_of(k)`.
+  std::vector<std::vector<std::string_view>> buffers_by_node;
   bool empty() const { return by_node.empty(); }
   std::span<const std::string_view> of(int node) const {
     if (node < 0 || static_cast<size_t>(node) >= by_node.size()) return {};
     return by_node[static_cast<size_t>(node)];
+  }
+  std::span<const std::string_view> buffers_of(int node) const {
+    if (node < 0 || static_cast<size_t>(node) >= buffers_by_node.size()) return {};
+    return buffers_by_node[static_cast<size_t>(node)];
   }
 };
 

@@ -600,19 +600,27 @@ std::optional<std::vector<std::string_view>> exported_targets(const ModelView& m
   return out;
 }
 
-// Per node, the parameters its FX call takes as arguments (fx_calls[k]: node k's
-// "pkg.torch.onnx.fx_node" metadata), by the signature's placeholder names.
+// Per node, the parameters (and the buffers and constants) its FX call takes as
+// arguments (fx_calls[k]: node k's "pkg.torch.onnx.fx_node" metadata), by the
+// signature's placeholder names.
 ParameterReads parameter_reads(const ModelView& model, const std::vector<std::string_view>& fx_calls) {
-  std::unordered_map<std::string_view, std::string_view> target_of;
+  std::unordered_map<std::string_view, std::string_view> target_of, buffer_of;
   each_signature_input(model, "PARAMETER", [&](std::string_view placeholder, std::string_view target) {
     target_of.emplace(placeholder, target);
   });
+  for (std::string_view kind : {"BUFFER", "CONSTANT_TENSOR"}) {
+    each_signature_input(model, kind, [&](std::string_view placeholder, std::string_view target) {
+      buffer_of.emplace(placeholder, target);
+    });
+  }
   ParameterReads reads;
   if (target_of.empty()) return reads;
   reads.by_node.resize(fx_calls.size());
+  reads.buffers_by_node.resize(fx_calls.size());
   for (size_t k = 0; k < fx_calls.size(); ++k) {
     for (std::string_view arg : fx_value_args(fx_calls[k])) {
       if (auto it = target_of.find(arg); it != target_of.end()) reads.by_node[k].push_back(it->second);
+      if (auto it = buffer_of.find(arg); it != buffer_of.end()) reads.buffers_by_node[k].push_back(it->second);
     }
   }
   return reads;

@@ -572,6 +572,32 @@ output y
   CHECK(parameter_bytes(g) == 64 * 64 * 4);
 }
 
+TEST_CASE("dynamo export: an initializer whose reader's FX call takes a buffer is that buffer") {
+  // CTRL's pos_encoding (a plain tensor attribute, lifted as a non-persistent buffer):
+  // index(%b_pos_encoding, [%positions]) reads val_127 (512 x 256), in a module whose
+  // linear weights folded. Its call takes the buffer, which has no tensor of its name:
+  // val_127 is the buffer (it was 524,288 bytes of parameters).
+  Graph g = read_text_graph(R"(
+opset 18
+input x int64 batch,1
+param val_127 float32 512,256
+param val_9 float32 256,256
+node GatherND val_127 x -> e @model.transformer
+node MatMul e val_9 -> y @model.transformer.h.0.fc
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {"model.transformer.h.0.fc.weight"}};
+  reads.buffers_by_node = {{"model.transformer.pos_encoding"}, {}};
+  const std::vector<std::string_view> params = {"model.transformer.h.0.fc.weight"};
+  const std::vector<std::string_view> buffers = {"model.transformer.pos_encoding"};
+  keep_exported_parameters(g, params, buffers, reads);
+  CHECK(g.tensors[g.find_tensor("val_127")].kind == TensorKind::Buffer);
+  CHECK(g.tensors[g.find_tensor("val_9")].kind == TensorKind::Parameter);
+  CHECK(parameter_bytes(g) == 256 * 256 * 4);
+}
+
 TEST_CASE("dynamo export: a layout call's value is the parameter of its reader's module that no FX call takes") {
   // ScaledStdConv2d scales its standardized weight by (gain * scale).view(-1), which the
   // exporter folds into an initializer named after the view (view_1). No FX call takes
