@@ -536,6 +536,216 @@ int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parame
 
 namespace {
 
+// The last component of a parameter's name, before any '#' a copy's name carries
+// ("weight" of "stem.2.identity.weight#stages.0.norm").
+std::string_view param_leaf(std::string_view name) {
+  name = name.substr(0, name.find('#'));
+  const size_t dot = name.rfind('.');
+  return dot == std::string_view::npos ? name : name.substr(dot + 1);
+}
+
+// The module a parameter name belongs to ("a.b" of "a.b.weight").
+std::string_view param_module(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string_view::npos ? std::string_view() : name.substr(0, dot);
+}
+
+// Whether module paths `a` and `b` have as many components and differ in exactly one.
+bool differ_in_one(std::string_view a, std::string_view b) {
+  int differ = 0;
+  while (true) {
+    const size_t da = a.find('.'), db = b.find('.');
+    if (a.substr(0, da) != b.substr(0, db)) ++differ;
+    if ((da == std::string_view::npos) != (db == std::string_view::npos)) return false;
+    if (da == std::string_view::npos) break;
+    a.remove_prefix(da + 1);
+    b.remove_prefix(db + 1);
+  }
+  return differ == 1;
+}
+
+}  // namespace
+
+int restore_merged_modules(Graph& g, const std::vector<std::string_view>& parameters,
+                           const std::vector<std::string_view>& buffers, const ParameterReads& reads) {
+  if (reads.empty() || reads.name_by_node.empty()) return 0;
+  constexpr int kMaxWalk = 4;
+  // The modules no node runs whose parameters no tensor holds and no call takes, with
+  // those parameters' names.
+  std::unordered_set<std::string_view> taken;
+  for (const auto& ps : reads.by_node) taken.insert(ps.begin(), ps.end());
+  std::map<std::string, std::vector<std::string_view>> vanished;
+  for (std::string_view p : parameters) {
+    if (g.find_tensor(p) >= 0 || taken.count(p)) continue;
+    const std::string_view m = param_module(p);
+    if (!m.empty()) vanished[std::string(m)].push_back(p);
+  }
+  if (vanished.empty()) return 0;
+  for (const Node& n : g.nodes) {
+    if (n.dead || n.module.empty()) continue;
+    // A module with nodes of its own (or below) is not gone: its parameters went elsewhere.
+    for (auto it = vanished.begin(); it != vanished.end();) {
+      const std::string& m = it->first;
+      const bool inside = n.module == m || (n.module.size() > m.size() && n.module.starts_with(m) && n.module[m.size()] == '.');
+      it = inside ? vanished.erase(it) : std::next(it);
+    }
+  }
+  if (vanished.empty()) return 0;
+  std::unordered_set<std::string_view> computed(reads.name_by_node.begin(), reads.name_by_node.end());
+  const std::unordered_set<std::string_view> listed_buffers(buffers.begin(), buffers.end());
+  std::map<std::string, std::vector<int>> restored;  // module -> the outputs of its walk, in order
+  int count = 0;
+  const size_t n_nodes = g.nodes.size();
+  for (size_t k = 0; k < n_nodes; ++k) {
+    if (g.nodes[k].dead || k >= reads.values_by_node.size()) continue;
+    // The values this call takes that no node computes, and the inputs it reads from
+    // other calls that it does not name: one of each, the one read in place of the other.
+    std::vector<std::string_view> lost;
+    for (std::string_view v : reads.values_by_node[k]) {
+      if (!computed.count(v) && g.find_tensor(v) < 0) lost.push_back(v);
+    }
+    if (lost.size() != 1) continue;
+    const std::string_view own = reads.name_by_node[k];
+    int stand_in = -1, at = -1, others = 0;
+    for (size_t i = 0; i < g.nodes[k].inputs.size(); ++i) {
+      const int in = g.nodes[k].inputs[i];
+      if (in < 0 || g.tensors[in].producer < 0) continue;
+      const int p = g.tensors[in].producer;
+      if (static_cast<size_t>(p) < reads.name_by_node.size() && reads.name_by_node[p] == own) continue;
+      const auto& vals = reads.values_by_node[k];
+      if (std::find(vals.begin(), vals.end(), g.tensors[in].name) != vals.end()) continue;
+      stand_in = in;
+      at = static_cast<int>(i);
+      ++others;
+    }
+    if (others != 1) continue;
+    // A merged value has a reader of its own that names it: the first call's (GPT-NeoX's
+    // attention reads `layer_norm`, its MLP reads it for `layer_norm_1`). A value only
+    // this node reads was renamed in another way (a BatchNorm folded into the Conv that
+    // computes its input leaves the Conv with the BatchNorm's call).
+    bool named = false;
+    for (int c : g.tensors[stand_in].consumers) {
+      if (c == static_cast<int>(k) || static_cast<size_t>(c) >= reads.values_by_node.size()) continue;
+      const auto& vals = reads.values_by_node[static_cast<size_t>(c)];
+      named = named || std::find(vals.begin(), vals.end(), g.tensors[stand_in].name) != vals.end();
+    }
+    if (!named) continue;
+    // Back from the stand-in to the node that reads the parameters of the twin module T.
+    std::vector<int> walk;  // nodes, last first
+    int twin = -1;
+    for (int t = stand_in; walk.size() < kMaxWalk;) {
+      const int p = g.tensors[t].producer;
+      if (p < 0) break;
+      walk.push_back(p);
+      const Node& n = g.nodes[p];
+      bool params = false;
+      int activation = -1, activations = 0;
+      for (int in : n.inputs) {
+        if (in < 0) continue;
+        if (g.tensors[in].kind == TensorKind::Parameter) params = true;
+        if (g.tensors[in].producer >= 0 || g.tensors[in].kind == TensorKind::Input) {
+          activation = in;
+          ++activations;
+        }
+      }
+      if (params) {
+        twin = p;
+        break;
+      }
+      if (activations != 1 || g.tensors[activation].producer < 0) break;
+      t = activation;
+    }
+    if (twin < 0) continue;
+    // T's parameters must be its own: a node that reads another module's (T5's decoder
+    // embedding reads model.shared.weight, tied) runs a weight several names share, and
+    // torch counts it once.
+    const std::string twin_module = g.nodes[twin].module;
+    std::vector<std::string_view> leaves;
+    bool owned = true;
+    for (int in : g.nodes[twin].inputs) {
+      if (in < 0 || g.tensors[in].kind != TensorKind::Parameter) continue;
+      const std::string_view name = g.tensors[in].name;
+      const std::string_view leaf = param_leaf(name);
+      const size_t hash = name.find('#');
+      const bool mine = hash != std::string_view::npos
+                            ? name.substr(hash + 1) == twin_module
+                            : param_module(name) == twin_module && leaf == name.substr(name.rfind('.') + 1);
+      owned = owned && mine;
+      leaves.push_back(leaf);
+    }
+    if (!owned) continue;
+    std::sort(leaves.begin(), leaves.end());
+    const std::string* merged = nullptr;
+    int matches = 0;
+    for (const auto& [m, ps] : vanished) {
+      if (!differ_in_one(m, twin_module) || ps.size() != leaves.size()) continue;
+      std::vector<std::string_view> mine;
+      for (std::string_view p : ps) mine.push_back(param_leaf(p));
+      std::sort(mine.begin(), mine.end());
+      if (mine != leaves) continue;
+      merged = &m;
+      ++matches;
+    }
+    if (matches != 1) continue;
+    const std::string m = *merged;
+    auto done = restored.find(m);
+    if (done == restored.end()) {
+      // The walk again, first node first, as M's: M's parameters and running statistics
+      // where T's are read, the rest as T reads them.
+      std::vector<int> outs;
+      int prev_out = -1, prev_in = -1;
+      for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
+        Node copy = g.nodes[*it];
+        copy.name += "#" + m;
+        for (int& in : copy.inputs) {
+          if (in < 0) continue;
+          if (in == prev_in && prev_out >= 0) {
+            in = prev_out;
+            continue;
+          }
+          const Tensor& t = g.tensors[in];
+          if (t.producer >= 0 || (t.kind != TensorKind::Parameter && t.kind != TensorKind::Buffer)) continue;
+          const std::string name = m + "." + std::string(param_leaf(t.name));
+          const bool param = t.kind == TensorKind::Parameter;
+          if (!param && !listed_buffers.count(name)) continue;
+          const int id = g.new_tensor(name);  // may move the tensors
+          Tensor& c = g.tensors[id];
+          const Tensor& orig = g.tensors[in];
+          c.kind = orig.kind;
+          c.dtype = orig.dtype;
+          c.shape = orig.shape;
+          c.declared = orig.declared;
+          c.module = m;
+          in = id;
+        }
+        for (int& out : copy.outputs) {
+          if (out < 0) continue;
+          const int id = g.new_tensor(g.tensors[out].name + "#" + m);
+          g.tensors[id].dtype = g.tensors[out].dtype;
+          if (out == g.nodes[*it].outputs[0]) {
+            prev_in = out;
+            prev_out = id;
+          }
+          out = id;
+        }
+        // T's nodes become M's ("a.bn.act" of "a.bn" becomes "b.bn.act"), and the copy is
+        // no part of the original's aten call.
+        if (copy.module.starts_with(twin_module)) copy.module = m + copy.module.substr(twin_module.size());
+        copy.call = -1;
+        g.nodes.push_back(std::move(copy));
+        outs.push_back(prev_out);
+      }
+      done = restored.emplace(m, std::move(outs)).first;
+      ++count;
+    }
+    g.nodes[k].inputs[static_cast<size_t>(at)] = done->second.back();
+  }
+  if (count > 0) g.relink();
+  return count;
+}
+
+namespace {
+
 // Whether `name` is that of an FX node of an op that only lays a tensor out or casts it
 // ("permute_3", "t", "_to_copy_2"): an initializer of that name is the value of such a
 // call the exporter computed once (falcon's `matmul(%layer_norm, %permute)`, where

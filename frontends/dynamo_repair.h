@@ -21,6 +21,10 @@ struct ParameterReads {
   /// The same for the signature's buffers and constants (`%b_pos_encoding`): node k's call
   /// takes `buffers_of(k)`.
   std::vector<std::vector<std::string_view>> buffers_by_node;
+  /// Node k's FX call's own name ("layer_norm_1"), and the values it takes that are no
+  /// placeholder of the signature (the outputs of other calls: "%clone", "%getitem_5").
+  std::vector<std::string_view> name_by_node;
+  std::vector<std::vector<std::string_view>> values_by_node;
   bool empty() const { return by_node.empty(); }
   std::span<const std::string_view> of(int node) const {
     if (node < 0 || static_cast<size_t>(node) >= by_node.size()) return {};
@@ -101,6 +105,22 @@ int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parame
 /// are the module's weight and bias when its FX call takes parameters, whatever their
 /// size (a one-channel GroupNorm's are one element, which read as literal scalars).
 void classify_group_norm_initializers(Graph& g, const ParameterReads& reads);
+
+/// The exporter merges calls that compute the same thing (onnxscript's common
+/// subexpression elimination): two norms of one input whose fresh weights are equal,
+/// DPN's two BatchNorms of a block's input, GPT-NeoX's input and post-attention LayerNorms
+/// of one hidden state, T5's encoder and decoder norms of one embedding. The merged
+/// module's parameters are then in no node; torch still has them, computes the norm twice
+/// and trains both. A node whose FX call takes a value no node computes (`linear(
+/// %layer_norm_1, ...)`) but reads another's output (`layer_norm`) in its place read a
+/// merged call: walking back from that output through nodes of one input (an activation)
+/// to a node that reads parameters of a module T, the merged module M is the one whose
+/// parameters the signature lists, no tensor holds and no call takes, whose path differs
+/// from T's in one component, with the same parameter names. That walk is put back as
+/// M's, with M's parameters (and running statistics) of the shapes of T's, and the reader
+/// reads it. Returns how many modules were put back.
+int restore_merged_modules(Graph& g, const std::vector<std::string_view>& parameters,
+                           const std::vector<std::string_view>& buffers, const ParameterReads& reads);
 
 /// After lowering a dynamo export: a float initializer that its graph signature lists
 /// among `buffers` (BUFFER and CONSTANT_TENSOR targets), or does not list among

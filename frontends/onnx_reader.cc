@@ -615,12 +615,32 @@ ParameterReads parameter_reads(const ModelView& model, const std::vector<std::st
   }
   ParameterReads reads;
   if (target_of.empty()) return reads;
+  // The user inputs are placeholders too ("x: USER_INPUT"), with no target.
+  std::unordered_set<std::string_view> placeholders;
+  model.graph.each_field([&](const wire::Field& f) {
+    if (f.number != 16 || f.type != wire::kLen || !onnx_schema::check_entry(f.data)) return;
+    const EntryView e = read_entry(f.data);
+    if (e.key != "pkg.torch.export.ExportedProgram.graph_signature") return;
+    for (size_t at = e.value.find(": USER_INPUT"); at != std::string_view::npos; at = e.value.find(": USER_INPUT", at + 1)) {
+      const size_t line = e.value.rfind('\n', at);
+      const size_t from = line == std::string_view::npos ? 0 : line + 1;
+      placeholders.insert(e.value.substr(from, at - from));
+    }
+  });
   reads.by_node.resize(fx_calls.size());
   reads.buffers_by_node.resize(fx_calls.size());
+  reads.name_by_node.resize(fx_calls.size());
+  reads.values_by_node.resize(fx_calls.size());
   for (size_t k = 0; k < fx_calls.size(); ++k) {
+    reads.name_by_node[k] = fx_call_name(fx_calls[k]);
     for (std::string_view arg : fx_value_args(fx_calls[k])) {
-      if (auto it = target_of.find(arg); it != target_of.end()) reads.by_node[k].push_back(it->second);
-      if (auto it = buffer_of.find(arg); it != buffer_of.end()) reads.buffers_by_node[k].push_back(it->second);
+      if (auto it = target_of.find(arg); it != target_of.end()) {
+        reads.by_node[k].push_back(it->second);
+      } else if (auto b = buffer_of.find(arg); b != buffer_of.end()) {
+        reads.buffers_by_node[k].push_back(b->second);
+      } else if (!placeholders.count(arg)) {
+        reads.values_by_node[k].push_back(arg);
+      }
     }
   }
   return reads;
@@ -697,6 +717,10 @@ Graph read_model(std::string_view bytes, const std::string& file) {
     recover_module_paths(g);
   } else {
     split_deduplicated_initializers(g, reads);
+    if (const auto params = exported_targets(model, "PARAMETER")) {
+      restore_merged_modules(g, *params, exported_targets(model, "BUFFER").value_or(std::vector<std::string_view>{}),
+                             reads);
+    }
   }
   return g;
 }

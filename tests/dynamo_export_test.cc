@@ -598,6 +598,71 @@ output y
   CHECK(parameter_bytes(g) == 256 * 256 * 4);
 }
 
+TEST_CASE("dynamo export: a module whose call the exporter merged with its twin's is put back") {
+  // GPT-NeoX's parallel residual: input_layernorm and post_attention_layernorm normalize
+  // one hidden state with fresh (equal) weights, and the exporter keeps one LayerNorm
+  // (layer_norm), which the MLP's linear reads though its call takes `layer_norm_1`, a
+  // value no node computes. post_attention_layernorm's parameters are listed, in no
+  // tensor, taken by no call: the LayerNorm is put back as its, with weight and bias of
+  // input_layernorm's shapes, and the MLP reads it (gpt_neox read 16,384 bytes under).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8
+param l.input_layernorm.weight float32 8
+param l.input_layernorm.bias float32 8
+param l.q.weight float32 8,8
+param l.mlp.weight float32 8,8
+node LayerNormalization x l.input_layernorm.weight l.input_layernorm.bias -> layer_norm axis=-1 @l.input_layernorm
+node MatMul layer_norm l.q.weight -> linear @l.q
+node MatMul layer_norm l.mlp.weight -> linear_1 @l.mlp
+node Add linear linear_1 -> y @l
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"l.input_layernorm.weight", "l.input_layernorm.bias"}, {"l.q.weight"}, {"l.mlp.weight"}, {}};
+  reads.buffers_by_node.resize(4);
+  reads.name_by_node = {"layer_norm", "linear", "linear_1", "add"};
+  reads.values_by_node = {{}, {"layer_norm"}, {"layer_norm_1"}, {"linear", "linear_1"}};
+  const std::vector<std::string_view> params = {"l.input_layernorm.weight", "l.input_layernorm.bias",
+                                                "l.post_attention_layernorm.weight", "l.post_attention_layernorm.bias",
+                                                "l.q.weight", "l.mlp.weight"};
+  CHECK(restore_merged_modules(g, params, {}, reads) == 1);
+  const int w = g.find_tensor("l.post_attention_layernorm.weight");
+  REQUIRE(w >= 0);
+  CHECK(*g.tensors[w].shape == Shape{Expr(8)});
+  REQUIRE(g.nodes.size() == 5);
+  CHECK(g.nodes[4].op == "LayerNormalization");
+  CHECK(g.nodes[4].module == "l.post_attention_layernorm");
+  CHECK(g.nodes[4].inputs[0] == g.find_tensor("x"));
+  CHECK(g.nodes[2].inputs[0] == g.nodes[4].outputs[0]);
+  CHECK(g.nodes[1].inputs[0] == g.find_tensor("layer_norm"));
+  CHECK(parameter_bytes(g) == (4 * 8 + 2 * 64) * 4);
+
+  // A twin that reads another module's parameter runs a tied weight (T5's decoder
+  // embedding reads model.shared.weight): torch counts it once, nothing is put back.
+  Graph h = read_text_graph(R"(
+opset 18
+input ids int64 batch,4
+param shared.weight float32 16,8
+param enc.fc.weight float32 8,8
+param dec.fc.weight float32 8,8
+node Gather shared.weight ids -> embedding @enc.embed
+node MatMul embedding enc.fc.weight -> linear @enc.fc
+node MatMul embedding dec.fc.weight -> linear_1 @dec.fc
+node Add linear linear_1 -> y
+output y
+)");
+  h.relink();
+  reads.by_node = {{"shared.weight"}, {"enc.fc.weight"}, {"dec.fc.weight"}, {}};
+  reads.values_by_node = {{}, {"embedding"}, {"embedding_1"}, {"linear", "linear_1"}};
+  reads.name_by_node = {"embedding", "linear", "linear_1", "add"};
+  const std::vector<std::string_view> tied = {"shared.weight", "enc.embed.weight", "dec.embed.weight", "enc.fc.weight",
+                                              "dec.fc.weight"};
+  CHECK(restore_merged_modules(h, tied, {}, reads) == 0);
+  CHECK(h.nodes.size() == 4);
+}
+
 TEST_CASE("dynamo export: a layout call's value is the parameter of its reader's module that no FX call takes") {
   // ScaledStdConv2d scales its standardized weight by (gain * scale).view(-1), which the
   // exporter folds into an initializer named after the view (view_1). No FX call takes
