@@ -315,11 +315,67 @@ bool split_repeated_reads(Graph& g, const ParameterReads& reads) {
   return rewired;
 }
 
+// The same across the nodes of one FX call: GRN's addcmul(%view, %view_1, %x), written
+// as Mul(view_1, x) and Add(view, ...), reads one initializer `view` in both, its weight
+// and bias being both zero (convnextv2). Where the call takes as many values that are
+// the initializer's name or that no tensor holds and no node computes as it has nodes
+// reading the initializer, each node after the first reads a copy named after the next.
+bool split_call_reads(Graph& g, const ParameterReads& reads) {
+  std::unordered_set<std::string_view> computed(reads.name_by_node.begin(), reads.name_by_node.end());
+  bool rewired = false;
+  const size_t n_tensors = g.tensors.size();
+  for (size_t id = 0; id < n_tensors; ++id) {
+    {
+      const Tensor& t = g.tensors[id];
+      if (t.producer >= 0 || !is_floating(t.dtype) || !t.shape || t.consumers.size() < 2 ||
+          (t.kind != TensorKind::Parameter && t.kind != TensorKind::Buffer)) {
+        continue;
+      }
+    }
+    // Readers by FX call, in graph order.
+    std::map<std::string_view, std::vector<int>> by_call;
+    for (int c : g.tensors[id].consumers) {
+      if (g.nodes[c].dead || static_cast<size_t>(c) >= reads.name_by_node.size()) continue;
+      const std::string_view call = reads.name_by_node[static_cast<size_t>(c)];
+      if (call.empty()) continue;
+      std::vector<int>& nodes = by_call[call];
+      if (std::find(nodes.begin(), nodes.end(), c) == nodes.end()) nodes.push_back(c);
+    }
+    for (auto& [call, nodes] : by_call) {
+      if (nodes.size() < 2) continue;
+      std::vector<std::string> names;
+      for (std::string_view v : reads.values_by_node[static_cast<size_t>(nodes.front())]) {
+        const bool stands = v == g.tensors[id].name || (g.find_tensor(v) < 0 && !computed.count(v));
+        if (stands && std::find(names.begin(), names.end(), v) == names.end()) names.emplace_back(v);
+      }
+      if (names.size() < nodes.size()) continue;
+      std::erase(names, g.tensors[id].name);
+      for (size_t j = 1; j < nodes.size() && j - 1 < names.size(); ++j) {
+        const int copy = g.new_tensor(names[j - 1]);  // may move the tensors
+        Tensor& c = g.tensors[copy];
+        const Tensor& orig = g.tensors[id];
+        c.dtype = orig.dtype;
+        c.kind = orig.kind;
+        c.shape = orig.shape;
+        c.declared = orig.declared;
+        c.fvalue = orig.fvalue;
+        c.module = orig.module;
+        for (int& in : g.nodes[nodes[j]].inputs) {
+          if (in == static_cast<int>(id)) in = copy;
+        }
+        rewired = true;
+      }
+    }
+  }
+  return rewired;
+}
+
 }  // namespace
 
 void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
   constexpr int64_t kMaxDeduplicated = 1 << 16;
   if (!reads.empty() && split_repeated_reads(g, reads)) g.relink();
+  if (!reads.empty() && split_call_reads(g, reads)) g.relink();
   const size_t n_tensors = g.tensors.size();
   for (size_t id = 0; id < n_tensors; ++id) {
     int64_t numel = 0;

@@ -719,6 +719,33 @@ output y
   CHECK(parameter_bytes(g) == 4 * 8 * 4);
 }
 
+TEST_CASE("dynamo export: one merged initializer the nodes of one call read as two of its values is two") {
+  // convnextv2's GRN: addcmul(%view, %view_1, %x) with weight and bias both zero, folded to
+  // their views and merged into one initializer `view`, which the call's Mul (weight) and
+  // Add (bias) both read. The call takes view_1 too, which no tensor holds and no node
+  // computes: the Add's read is view_1, a parameter of its own (st_convnextv2_nano read
+  // 7,680 bytes under).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8
+param view float32 1,8
+node Mul view x -> tmp_0 @grn
+node Add view tmp_0 -> y @grn
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {}};
+  reads.buffers_by_node = {{}, {}};
+  reads.name_by_node = {"addcmul", "addcmul"};
+  reads.values_by_node = {{"view", "view_1", "mul_28"}, {"view", "view_1", "mul_28"}};
+  split_deduplicated_initializers(g, reads);
+  REQUIRE(g.find_tensor("view_1") >= 0);
+  CHECK(g.nodes[0].inputs[0] == g.find_tensor("view"));
+  CHECK(g.nodes[1].inputs[0] == g.find_tensor("view_1"));
+  CHECK(parameter_bytes(g) == 2 * 8 * 4);
+}
+
 TEST_CASE("dynamo export: in aten.group_norm's nodes, the InstanceNormalization's scale and bias are constants") {
   // torchlib's group_norm: InstanceNormalization(x as [N, G, -1], G ones, G zeros), then
   // Mul by weight and Add of bias as [C, 1]. Here G = 1 and C = 1: the merged ones (also
