@@ -383,8 +383,10 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
       const Tensor& t = g.tensors[id];
       if (t.producer >= 0 || (t.kind != TensorKind::Parameter && t.kind != TensorKind::Buffer)) continue;
       if (!is_floating(t.dtype) || t.consumers.size() < 2) continue;
+      // A one-element initializer is a literal many calls share unless the FX calls name
+      // it as their parameters (StarReLU's scale and bias, merged across blocks).
       numel = constant_numel(t);
-      if (numel <= 1) continue;
+      if (numel < 1 || (numel == 1 && reads.empty())) continue;
     }
     // A BatchNorm's running statistics are one module's buffers, never merged weights; its
     // scale and bias are weights like any other (mobileone's identity BatchNorms, all ones
@@ -408,7 +410,7 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
       by_parameter = !groups.empty();
     }
     if (!by_parameter) {
-      if (numel > kMaxDeduplicated) continue;
+      if (numel > kMaxDeduplicated || numel == 1) continue;
       groups = groups_by_module(g, static_cast<int>(id));
     }
     if (groups.size() < 2) continue;

@@ -719,6 +719,34 @@ output y
   CHECK(parameter_bytes(g) == 4 * 8 * 4);
 }
 
+TEST_CASE("dynamo export: a one-element initializer merged across modules is split where the FX calls name it") {
+  // timm's StarReLU: scale * relu(x)^2 + bias, scale and bias one element each, equal in
+  // every block, merged into block 0's. The FX calls name each block's: one parameter
+  // each (st_convformer_s36 read 568 bytes under). Without the FX metadata a one-element
+  // initializer stays one: it may be a literal many calls share.
+  const std::string text = R"(
+opset 18
+input x float32 batch,8
+param b.0.act.scale float32 1
+node Mul b.0.act.scale x -> a @b.0.act
+node Mul b.0.act.scale a -> y @b.1.act
+output y
+)";
+  Graph g = read_text_graph(text);
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"b.0.act.scale"}, {"b.1.act.scale"}};
+  split_deduplicated_initializers(g, reads);
+  REQUIRE(g.find_tensor("b.1.act.scale") >= 0);
+  CHECK(g.nodes[1].inputs[0] == g.find_tensor("b.1.act.scale"));
+  CHECK(parameter_bytes(g) == 2 * 4);
+
+  Graph h = read_text_graph(text);
+  h.relink();
+  split_deduplicated_initializers(h);
+  CHECK(parameter_bytes(h) == 4);
+}
+
 TEST_CASE("dynamo export: one merged initializer the nodes of one call read as two of its values is two") {
   // convnextv2's GRN: addcmul(%view, %view_1, %x) with weight and bias both zero, folded to
   // their views and merged into one initializer `view`, which the call's Mul (weight) and
