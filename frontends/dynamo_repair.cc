@@ -8,6 +8,12 @@
 
 namespace memest {
 
+namespace {
+// Parameter names' parts, defined with restore_merged_modules.
+std::string_view param_leaf(std::string_view name);
+std::string_view param_module(std::string_view name);
+}  // namespace
+
 std::string_view namespace_op(std::string_view ns) {
   const size_t slash = ns.rfind('/');
   const std::string_view last = slash == std::string_view::npos ? ns : ns.substr(slash + 1);
@@ -207,7 +213,8 @@ std::vector<ReaderGroup> groups_by_module(const Graph& g, int id) {
 // whose equal contents the exporter merged. A reader whose call names no candidate
 // (a merged scalar's, a statistic's) joins the first group. Empty when no reader's call
 // names one: then the FX metadata says nothing about this initializer.
-std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const ParameterReads& reads) {
+std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const ParameterReads& reads,
+                                             const std::map<std::string_view, std::vector<std::string_view>>& untaken) {
   const Tensor& t = g.tensors[id];
   std::vector<std::vector<std::string_view>> sets;  // per group: the candidates its readers take
   std::vector<ReaderGroup> groups;
@@ -218,6 +225,15 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
     std::vector<std::string_view> mine;
     for (std::string_view p : reads.of(c)) {
       if (p == t.name || g.find_tensor(p) < 0) mine.push_back(p);
+    }
+    // A call that takes a value the exporter folded (`mul(%x, %view_3)`, poolformerv2's
+    // res_scale, its scale viewed) names no parameter; its module's one parameter no call
+    // takes and no tensor holds is the one it reads.
+    if (mine.empty()) {
+      const auto it = untaken.find(n.module);
+      if (it != untaken.end() && it->second.size() == 1 && g.find_tensor(it->second.front()) < 0) {
+        mine.push_back(it->second.front());
+      }
     }
     if (mine.empty()) {
       unnamed.push_back(c);
@@ -255,6 +271,9 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
         break;
       }
     }
+    // An initializer of the exporter's name (`view`): a group of one parameter is it.
+    const bool one = std::all_of(sets[k].begin(), sets[k].end(), [&](std::string_view p) { return p == sets[k].front(); });
+    if (groups[k].name.empty() && !sets[k].empty() && one) groups[k].name = std::string(sets[k].front());
   }
   for (int c : unnamed) groups[0].nodes.push_back(c);
   return groups;
@@ -372,8 +391,16 @@ bool split_call_reads(Graph& g, const ParameterReads& reads) {
 
 }  // namespace
 
-void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
+void split_deduplicated_initializers(Graph& g, const ParameterReads& reads,
+                                     const std::vector<std::string_view>& parameters) {
   constexpr int64_t kMaxDeduplicated = 1 << 16;
+  // The listed parameters no FX call takes, by module.
+  std::unordered_set<std::string_view> taken;
+  for (const auto& ps : reads.by_node) taken.insert(ps.begin(), ps.end());
+  std::map<std::string_view, std::vector<std::string_view>> untaken;
+  for (std::string_view p : parameters) {
+    if (!taken.count(p) && g.find_tensor(p) < 0) untaken[param_module(p)].push_back(p);
+  }
   if (!reads.empty() && split_repeated_reads(g, reads)) g.relink();
   if (!reads.empty() && split_call_reads(g, reads)) g.relink();
   const size_t n_tensors = g.tensors.size();
@@ -406,7 +433,7 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
     std::vector<ReaderGroup> groups;
     bool by_parameter = false;
     if (!reads.empty()) {
-      groups = groups_by_parameter(g, static_cast<int>(id), reads);
+      groups = groups_by_parameter(g, static_cast<int>(id), reads, untaken);
       by_parameter = !groups.empty();
     }
     if (!by_parameter) {
@@ -466,9 +493,14 @@ void classify_group_norm_initializers(Graph& g, const ParameterReads& reads) {
     if (!group_norm(g.nodes[k])) continue;
     const std::string op = g.nodes[k].op;
     if (op == "Mul" || op == "Add") {
-      const bool weights = !reads.of(static_cast<int>(k)).empty();
+      // The call's weight and bias, in that order; a None one (timm's GroupNorm1 without
+      // bias) is a constant torchlib makes, ones or zeros of C.
+      const std::span<const std::string_view> takes = reads.of(static_cast<int>(k));
+      bool weight = takes.size() >= 2, bias = takes.size() >= 2;
+      if (takes.size() == 1) (param_leaf(takes[0]) == "bias" ? bias : weight) = true;
+      const bool param = op == "Mul" ? weight : bias;
       for (int in : g.nodes[k].inputs) {
-        if (in >= 0 && initializer(in)) g.tensors[in].kind = weights ? TensorKind::Parameter : TensorKind::Constant;
+        if (in >= 0 && initializer(in)) g.tensors[in].kind = param ? TensorKind::Parameter : TensorKind::Constant;
       }
       continue;
     }

@@ -82,7 +82,10 @@ void place_untraced_nodes(Graph& g);
 /// larger than the limit. With `reads` (the FX metadata), the readers' calls say which
 /// parameter each reads, so the copies are one per parameter, at any size, and a module
 /// reached from two places (CoaT's shared conv position encoding) keeps one.
-void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {});
+/// A reader whose call names no parameter (it takes a value the exporter folded) reads
+/// its module's one parameter in `parameters` that no call takes and no tensor holds.
+void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {},
+                                     const std::vector<std::string_view>& parameters = {});
 
 /// The exporter's optimizer drops a bias that is all zeros from the Gemm, Conv or
 /// ConvTranspose that adds it (a fresh model's classifier: timm's head, torchvision's fc,

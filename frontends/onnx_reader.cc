@@ -716,8 +716,9 @@ Graph read_model(std::string_view bytes, const std::string& file) {
   if (g.python.empty()) {
     recover_module_paths(g);
   } else {
-    split_deduplicated_initializers(g, reads);
-    if (const auto params = exported_targets(model, "PARAMETER")) {
+    const auto params = exported_targets(model, "PARAMETER");
+    split_deduplicated_initializers(g, reads, params.value_or(std::vector<std::string_view>{}));
+    if (params) {
       restore_merged_modules(g, *params, exported_targets(model, "BUFFER").value_or(std::vector<std::string_view>{}),
                              reads);
     }
