@@ -228,8 +228,9 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
     }
     // A call that takes a value the exporter folded (`mul(%x, %view_3)`, poolformerv2's
     // res_scale, its scale viewed) names no parameter; its module's one parameter no call
-    // takes and no tensor holds is the one it reads.
-    if (mine.empty()) {
+    // takes and no tensor holds is the one it reads, if what it reads is a weight at all
+    // (not the zeros a None bias becomes, which ScaledStdConv2d's modules share).
+    if (mine.empty() && t.kind == TensorKind::Parameter) {
       const auto it = untaken.find(n.module);
       if (it != untaken.end() && it->second.size() == 1 && g.find_tensor(it->second.front()) < 0) {
         mine.push_back(it->second.front());

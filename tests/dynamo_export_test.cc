@@ -753,6 +753,28 @@ output y
   REQUIRE(g.find_tensor("b.res_scale1.scale") >= 0);
   CHECK(g.nodes[2].inputs[1] == g.find_tensor("b.res_scale1.scale"));
   CHECK(parameter_bytes(g) == 2 * 8 * 4);
+
+  // Not so for what is no weight at all: ScaledStdConv2d's standardization reads zeros
+  // for its None bias (val_13, a buffer), merged across convs whose gains no call takes.
+  Graph h = read_text_graph(R"(
+opset 18
+input x float32 batch,8
+param view_1 float32 8
+param view_4 float32 8
+buffer val_13 float32 8
+node BatchNormalization x view_1 val_13 m1 v1 -> a training_mode=1 @s.conv1
+node BatchNormalization a view_4 val_13 m2 v2 -> y training_mode=1 @s.conv2
+output y
+)");
+  h.relink();
+  reads.by_node = {{}, {}};
+  reads.buffers_by_node = {{}, {}};
+  reads.name_by_node = {"bn", "bn_1"};
+  reads.values_by_node = {{"x", "view_1"}, {"bn", "view_4"}};
+  const std::vector<std::string_view> gains = {"s.conv1.gain", "s.conv2.gain"};
+  split_deduplicated_initializers(h, reads, gains);
+  CHECK(h.tensors[h.find_tensor("val_13")].kind == TensorKind::Buffer);
+  CHECK(parameter_bytes(h) == 2 * 8 * 4);  // view_1 and view_4, the gains
 }
 
 TEST_CASE("dynamo export: a one-element initializer merged across modules is split where the FX calls name it") {
