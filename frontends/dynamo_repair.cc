@@ -214,7 +214,8 @@ std::vector<ReaderGroup> groups_by_module(const Graph& g, int id) {
 // (a merged scalar's, a statistic's) joins the first group. Empty when no reader's call
 // names one: then the FX metadata says nothing about this initializer.
 std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const ParameterReads& reads,
-                                             const std::map<std::string_view, std::vector<std::string_view>>& untaken) {
+                                             const std::map<std::string_view, std::vector<std::string_view>>& untaken,
+                                             std::map<std::string_view, std::vector<std::string_view>>& folded_values) {
   const Tensor& t = g.tensors[id];
   std::vector<std::vector<std::string_view>> sets;  // per group: the candidates its readers take
   std::vector<ReaderGroup> groups;
@@ -227,13 +228,32 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
       if (p == t.name || g.find_tensor(p) < 0) mine.push_back(p);
     }
     // A call that takes a value the exporter folded (`mul(%x, %view_3)`, poolformerv2's
-    // res_scale, its scale viewed) names no parameter; its module's one parameter no call
+    // res_scale, its scale viewed) names no parameter; its module's parameter that no call
     // takes and no tensor holds is the one it reads, if what it reads is a weight at all
     // (not the zeros a None bias becomes, which ScaledStdConv2d's modules share).
-    if (mine.empty() && t.kind == TensorKind::Parameter) {
+    // A module with several such parameters (EvoNorm's weight and v, both ones, read as
+    // `view` and `view_2`) has its reads told apart by the folded value each call takes:
+    // the initializer's own name, or one no tensor holds and no node computes. Distinct
+    // values take the module's untaken parameters in turn (`folded_values`, kept across
+    // initializers), never more of them than it has.
+    if (mine.empty() && t.kind == TensorKind::Parameter && static_cast<size_t>(c) < reads.values_by_node.size()) {
       const auto it = untaken.find(n.module);
-      if (it != untaken.end() && it->second.size() == 1 && g.find_tensor(it->second.front()) < 0) {
-        mine.push_back(it->second.front());
+      std::string_view value;
+      for (std::string_view v : reads.values_by_node[static_cast<size_t>(c)]) {
+        const bool computed = std::find(reads.name_by_node.begin(), reads.name_by_node.end(), v) != reads.name_by_node.end();
+        if (v == t.name || (g.find_tensor(v) < 0 && !computed)) {
+          value = v;
+          break;
+        }
+      }
+      if (it != untaken.end() && !value.empty()) {
+        std::vector<std::string_view>& seen = folded_values[n.module];
+        auto at = std::find(seen.begin(), seen.end(), value);
+        if (at == seen.end() && seen.size() < it->second.size()) {
+          seen.push_back(value);
+          at = seen.end() - 1;
+        }
+        if (at != seen.end()) mine.push_back(it->second[static_cast<size_t>(at - seen.begin())]);
       }
     }
     if (mine.empty()) {
@@ -398,7 +418,7 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads,
   // The listed parameters no FX call takes, by module.
   std::unordered_set<std::string_view> taken;
   for (const auto& ps : reads.by_node) taken.insert(ps.begin(), ps.end());
-  std::map<std::string_view, std::vector<std::string_view>> untaken;
+  std::map<std::string_view, std::vector<std::string_view>> untaken, folded_values;
   for (std::string_view p : parameters) {
     if (!taken.count(p) && g.find_tensor(p) < 0) untaken[param_module(p)].push_back(p);
   }
@@ -434,7 +454,7 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads,
     std::vector<ReaderGroup> groups;
     bool by_parameter = false;
     if (!reads.empty()) {
-      groups = groups_by_parameter(g, static_cast<int>(id), reads, untaken);
+      groups = groups_by_parameter(g, static_cast<int>(id), reads, untaken, folded_values);
       by_parameter = !groups.empty();
     }
     if (!by_parameter) {

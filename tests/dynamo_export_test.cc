@@ -777,6 +777,34 @@ output y
   CHECK(parameter_bytes(h) == 2 * 8 * 4);  // view_1 and view_4, the gains
 }
 
+TEST_CASE("dynamo export: folded values of one module's several untaken parameters are told apart") {
+  // timm's EvoNorm2dS0 has weight, bias and v; it multiplies by v and by weight viewed
+  // (both ones: folded, merged into `view`) and adds bias viewed (view_4). No call names
+  // a parameter; the folded value each call takes (view, view_3, view_4) tells the reads
+  // apart, and they take the module's untaken parameters in turn: three parameters of 8
+  // (resnetv2_50d_evos read 66,560 bytes under).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8
+param view float32 8
+param view_4 float32 8
+node Mul x view -> a @n
+node Mul a view -> b @n
+node Add b view_4 -> y @n
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {}, {}};
+  reads.buffers_by_node.resize(3);
+  reads.name_by_node = {"mul_2", "mul_41", "add_66"};
+  reads.values_by_node = {{"view"}, {"mul_2", "view_3"}, {"mul_41", "view_4"}};
+  const std::vector<std::string_view> params = {"n.weight", "n.bias", "n.v"};
+  split_deduplicated_initializers(g, reads, params);
+  CHECK(g.nodes[0].inputs[1] != g.nodes[1].inputs[1]);
+  CHECK(parameter_bytes(g) == 3 * 8 * 4);
+}
+
 TEST_CASE("dynamo export: a one-element initializer merged across modules is split where the FX calls name it") {
   // timm's StarReLU: scale * relu(x)^2 + bias, scale and bias one element each, equal in
   // every block, merged into block 0's. The FX calls name each block's: one parameter
