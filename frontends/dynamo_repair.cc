@@ -954,6 +954,35 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     }
     return false;
   };
+  // A call whose nodes read as many unlisted floating initializers as it takes folded
+  // parameters reads those parameters, literal-sized or not: PReLU's one-element weight
+  // (0.25 in every layer, merged, as val_32 [1, 1, 1]) read as a literal scalar (conv_tasnet
+  // read 196 bytes under). A call that reads more (an rms_norm's eps besides its weight)
+  // says nothing.
+  if (!reads.name_by_node.empty()) {
+    std::map<std::string_view, std::pair<std::vector<int>, std::vector<std::string_view>>> calls;
+    for (size_t k = 0; k < g.nodes.size() && k < reads.name_by_node.size(); ++k) {
+      const std::string_view call = reads.name_by_node[k];
+      if (g.nodes[k].dead || call.empty()) continue;
+      auto& [inits, params] = calls[call];
+      for (int in : g.nodes[k].inputs) {
+        if (in < 0 || in >= static_cast<int>(listed.size()) || listed[in]) continue;
+        const Tensor& t = g.tensors[in];
+        const bool init = t.producer < 0 && t.shape && is_floating(t.dtype) &&
+                          (t.kind == TensorKind::Parameter || t.kind == TensorKind::Buffer || t.kind == TensorKind::Constant);
+        if (init && std::find(inits.begin(), inits.end(), in) == inits.end()) inits.push_back(in);
+      }
+      for (std::string_view p : reads.of(static_cast<int>(k))) {
+        if (folded_set.count(p) && std::find(params.begin(), params.end(), p) == params.end()) params.push_back(p);
+      }
+    }
+    for (const auto& [call, ip] : calls) {
+      if (ip.second.empty() || ip.first.size() != ip.second.size()) continue;
+      for (int id : ip.first) {
+        if (g.tensors[id].kind == TensorKind::Constant) g.tensors[id].kind = TensorKind::Parameter;
+      }
+    }
+  }
   // A layout call's value that a folded parameter no FX call takes, of the reader's own
   // module, explains whatever its name (ScaledStdConv2d's `(gain * scale).view(-1)`, as
   // `view_1`, the scale of its weight's standardization): one initializer each.

@@ -777,6 +777,40 @@ output y
   CHECK(parameter_bytes(h) == 2 * 8 * 4);  // view_1 and view_4, the gains
 }
 
+TEST_CASE("dynamo export: a call that reads as many initializers as it takes folded parameters reads them") {
+  // PReLU's weight (one element, 0.25 in every layer) folds to [1, 1, 1], merges into one
+  // initializer val_32, and reads as a literal scalar; each prelu call takes its own
+  // weight: two parameters (conv_tasnet read 196 bytes under). A call that reads more
+  // initializers than it takes folded parameters (an rms_norm's eps and its weight) says
+  // nothing about the scalar.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4,8
+param val_32 float32 1,1
+param eps float32 1
+param val_9 float32 8
+node PRelu x val_32 -> a @l.0.act
+node PRelu a val_32 -> b @l.1.act
+node Add b eps -> c @n
+node Mul c val_9 -> y @n
+output y
+)");
+  g.relink();
+  g.tensors[g.find_tensor("val_32")].kind = TensorKind::Constant;  // as classify_initializers leaves a scalar
+  g.tensors[g.find_tensor("eps")].kind = TensorKind::Constant;
+  ParameterReads reads;
+  reads.by_node = {{"l.0.act.weight"}, {"l.1.act.weight"}, {"n.weight"}, {"n.weight"}};
+  reads.buffers_by_node.resize(4);
+  reads.name_by_node = {"prelu", "prelu_1", "rms_norm", "rms_norm"};
+  reads.values_by_node = {{}, {"prelu"}, {"prelu_1"}, {"prelu_1"}};
+  const std::vector<std::string_view> params = {"l.0.act.weight", "l.1.act.weight", "n.weight"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("val_32")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("eps")].kind == TensorKind::Constant);
+  split_deduplicated_initializers(g, reads, params);
+  CHECK(parameter_bytes(g) == (1 + 1 + 8) * 4);
+}
+
 TEST_CASE("dynamo export: folded values of one module's several untaken parameters are told apart") {
   // timm's EvoNorm2dS0 has weight, bias and v; it multiplies by v and by weight viewed
   // (both ones: folded, merged into `view`) and adds bias viewed (view_4). No call names
