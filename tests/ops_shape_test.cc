@@ -32,6 +32,38 @@ TEST_CASE("shape: symbolic batch through Shape -> Gather -> Unsqueeze -> Concat 
   CHECK(g.warnings.empty());
 }
 
+TEST_CASE("shape: whole-number float contents join integer ones, so a Range sized from them is known") {
+  // Funnel's relative positions (legacy exporter): a range of positions cast to float,
+  // sliced, concatenated after the constant -1.0, then picked, subtracted and cast back
+  // to int64 for Range's start. Concat dropped contents that mixed float constants and
+  // integers cast to float, the Range's output fell back to its scalar start's shape, and
+  // the Unsqueeze after it failed ("axis 1 is out of range for rank 1").
+  Graph g = infer(R"(
+    opset 13
+    input x float32 batch,4,8
+    node Shape x -> s
+    const two int64 - = 2
+    node Gather s two -> n
+    const zero int64 - = 0
+    const one int64 - = 1
+    node Range zero n one -> r
+    node Cast r -> rf to=1
+    const neg float32 1 = -1
+    node Concat neg rf -> c axis=0
+    const last int64 - = 8
+    node Gather c last -> hi
+    const fone float32 - = 1
+    node Sub hi fone -> start_f
+    node Cast start_f -> start to=7
+    node Range zero start one -> r2
+    node Unsqueeze r2 -> u axes=[1]
+  )");
+  CHECK(value(g, "c") == "[-1, 0, 1, 2, 3, 4, 5, 6, 7]");
+  CHECK(value(g, "start") == "[6]");
+  CHECK(shape(g, "r2") == "[6]");
+  CHECK(shape(g, "u") == "[6, 1]");
+}
+
 TEST_CASE("shape: attention head split stays symbolic") {
   Graph g = infer(R"(
     input x float32 batch,seq,768
