@@ -220,6 +220,7 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
   std::vector<std::vector<std::string_view>> sets;  // per group: the candidates its readers take
   std::vector<ReaderGroup> groups;
   std::vector<int> unnamed;
+  std::unordered_set<std::string_view> inferred;  // parameters read through a folded value
   for (int c : t.consumers) {
     const Node& n = g.nodes[c];
     if (n.dead) continue;
@@ -253,7 +254,10 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
           seen.push_back(value);
           at = seen.end() - 1;
         }
-        if (at != seen.end()) mine.push_back(it->second[static_cast<size_t>(at - seen.begin())]);
+        if (at != seen.end()) {
+          mine.push_back(it->second[static_cast<size_t>(at - seen.begin())]);
+          inferred.insert(mine.back());
+        }
       }
     }
     if (mine.empty()) {
@@ -292,9 +296,14 @@ std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const Param
         break;
       }
     }
-    // An initializer of the exporter's name (`view`): a group of one parameter is it.
+    // An initializer of the exporter's name (`view`) that a group reads as one parameter
+    // through folded values is it. (A parameter a call takes by name need not be what
+    // the call reads here: swinv2's qkv bias, cat(q_bias, k_bias, v_bias) folded, is read
+    // by the linear that takes qkv.weight.)
     const bool one = std::all_of(sets[k].begin(), sets[k].end(), [&](std::string_view p) { return p == sets[k].front(); });
-    if (groups[k].name.empty() && !sets[k].empty() && one) groups[k].name = std::string(sets[k].front());
+    if (groups[k].name.empty() && !sets[k].empty() && one && inferred.count(sets[k].front())) {
+      groups[k].name = std::string(sets[k].front());
+    }
   }
   for (int c : unnamed) groups[0].nodes.push_back(c);
   return groups;
