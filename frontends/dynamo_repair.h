@@ -71,21 +71,6 @@ void mark_training_batch_norm(Node& bn, std::string_view origin_op);
 /// node's frames to one below that shared depth, and the module path the two share.
 void place_untraced_nodes(Graph& g);
 
-/// The exporter merges initializers of equal contents into one (onnxscript's optimizer):
-/// every LayerNorm weight that is still all ones, every zero bias, timm's layer scales
-/// become one initializer that all those modules read, so memest saw one shared parameter
-/// (and, for a folded one the signature does not list, such as addcmul's alpha, a buffer
-/// whose Mul saves nothing for a gradient): resmlp_12_224 read 17% low. Each module
-/// instance that reads such a small (at most 65,536 elements) floating initializer gets its
-/// own copy, a parameter where the modules scale or shift by it. A weight tied on purpose
-/// (ALBERT's layers) is read by one module instance and stays shared; tied embeddings are
-/// larger than the limit. With `reads` (the FX metadata), the readers' calls say which
-/// parameter each reads, so the copies are one per parameter, at any size, and a module
-/// reached from two places (CoaT's shared conv position encoding) keeps one.
-/// A reader whose call names no parameter (it takes a value the exporter folded) reads
-/// its module's one parameter in `parameters` that no call takes and no tensor holds.
-void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {},
-                                     const std::vector<std::string_view>& parameters = {});
 
 /// The exporter's optimizer drops a bias that is all zeros from the Gemm, Conv or
 /// ConvTranspose that adds it (a fresh model's classifier: timm's head, torchvision's fc,
@@ -109,21 +94,6 @@ int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parame
 /// size (a one-channel GroupNorm's are one element, which read as literal scalars).
 void classify_group_norm_initializers(Graph& g, const ParameterReads& reads);
 
-/// The exporter merges calls that compute the same thing (onnxscript's common
-/// subexpression elimination): two norms of one input whose fresh weights are equal,
-/// DPN's two BatchNorms of a block's input, GPT-NeoX's input and post-attention LayerNorms
-/// of one hidden state, T5's encoder and decoder norms of one embedding. The merged
-/// module's parameters are then in no node; torch still has them, computes the norm twice
-/// and trains both. A node whose FX call takes a value no node computes (`linear(
-/// %layer_norm_1, ...)`) but reads another's output (`layer_norm`) in its place read a
-/// merged call: walking back from that output through nodes of one input (an activation)
-/// to a node that reads parameters of a module T, the merged module M is the one whose
-/// parameters the signature lists, no tensor holds and no call takes, whose path differs
-/// from T's in one component, with the same parameter names. That walk is put back as
-/// M's, with M's parameters (and running statistics) of the shapes of T's, and the reader
-/// reads it. Returns how many modules were put back.
-int restore_merged_modules(Graph& g, const std::vector<std::string_view>& parameters,
-                           const std::vector<std::string_view>& buffers, const ParameterReads& reads);
 
 /// After lowering a dynamo export: a float initializer that its graph signature lists
 /// among `buffers` (BUFFER and CONSTANT_TENSOR targets), or does not list among

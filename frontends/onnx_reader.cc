@@ -24,6 +24,7 @@
 #include "estimator/ops/registry.h"
 #include "frontends/onnx_schema.h"
 #include "frontends/dynamo_repair.h"
+#include "frontends/merged_initializers.h"
 #include "frontends/fx_node.h"
 #include "frontends/scope_repair.h"
 #include "frontends/onnx_views.h"
