@@ -1,6 +1,8 @@
 // Repairs of what torch's dynamo ONNX exporter drops (dynamo_repair.h).
 #include "frontends/dynamo_repair.h"
 
+#include "frontends/merged_initializers.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -154,191 +156,72 @@ void place_untraced_nodes(Graph& g) {
   }
 }
 
-namespace {
-
-// Ops through which a per-channel initializer is a model's own weight (a scale or a
-// shift), not a constant of an op's definition.
-bool is_affine_use(std::string_view op) { return op == "Mul" || op == "Add" || op == "Sub" || op == "Div"; }
-
-// Elements of a tensor whose shape is all constants, or -1.
-int64_t constant_numel(const Tensor& t) {
-  if (!t.shape) return -1;
-  int64_t n = 1;
-  for (const Expr& d : *t.shape) {
-    const auto v = d.as_const();
-    if (!v) return -1;
-    n *= *v;
-  }
-  return n;
-}
-
-}  // namespace
-
-namespace {
-
-// The readers of one parameter among an initializer's readers: the name its copy takes
-// ("" for the name the module's own parameter would have), its module, its nodes.
-struct ReaderGroup {
-  std::string name;
-  std::string module;
-  std::vector<int> nodes;
-};
-
-// Readers by module instance, in graph order (files without FX metadata).
-std::vector<ReaderGroup> groups_by_module(const Graph& g, int id) {
-  std::vector<ReaderGroup> groups;
-  std::map<std::string, size_t> at;
-  for (int c : g.tensors[id].consumers) {
-    const Node& n = g.nodes[c];
-    if (n.dead) continue;
-    auto [it, fresh] = at.try_emplace(n.module, groups.size());
-    if (fresh) groups.push_back({"", n.module, {}});
-    std::vector<int>& nodes = groups[it->second].nodes;
-    if (nodes.empty() || nodes.back() != c) nodes.push_back(c);
-  }
-  return groups;
-}
-
-// Readers by the parameter their FX calls take. A reader's candidates are the parameters
-// its call takes that have no tensor of their own name (merged into another, or folded),
-// or the initializer's own; readers whose candidates meet read one parameter (a module
-// called from two places, CoaT's shared cpe1, or a tied weight that embedding and
-// lm_head both take), readers whose candidates are disjoint read different parameters
-// whose equal contents the exporter merged. A reader whose call names no candidate
-// (a merged scalar's, a statistic's) joins the first group. Empty when no reader's call
-// names one: then the FX metadata says nothing about this initializer.
-std::vector<ReaderGroup> groups_by_parameter(const Graph& g, int id, const ParameterReads& reads) {
-  const Tensor& t = g.tensors[id];
-  std::vector<std::vector<std::string_view>> sets;  // per group: the candidates its readers take
-  std::vector<ReaderGroup> groups;
-  std::vector<int> unnamed;
-  for (int c : t.consumers) {
-    const Node& n = g.nodes[c];
-    if (n.dead) continue;
-    std::vector<std::string_view> mine;
-    for (std::string_view p : reads.of(c)) {
-      if (p == t.name || g.find_tensor(p) < 0) mine.push_back(p);
-    }
-    if (mine.empty()) {
-      unnamed.push_back(c);
+void classify_group_norm_initializers(Graph& g, const ParameterReads& reads) {
+  auto group_norm = [&](const Node& n) {
+    return !n.dead && n.call >= 0 && static_cast<size_t>(n.call) < g.calls.size() &&
+           g.calls[static_cast<size_t>(n.call)].starts_with("aten.group_norm");
+  };
+  auto initializer = [&](int id) {
+    const Tensor& t = g.tensors[id];
+    return t.producer < 0 && t.shape && is_floating(t.dtype) &&
+           (t.kind == TensorKind::Parameter || t.kind == TensorKind::Buffer || t.kind == TensorKind::Constant);
+  };
+  bool rewired = false;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (!group_norm(g.nodes[k])) continue;
+    const std::string op = g.nodes[k].op;
+    if (op == "Mul" || op == "Add") {
+      // The call's weight and bias, in that order; a None one (timm's GroupNorm1 without
+      // bias) is a constant torchlib makes, ones or zeros of C.
+      const std::span<const std::string_view> takes = reads.of(static_cast<int>(k));
+      bool weight = takes.size() >= 2, bias = takes.size() >= 2;
+      if (takes.size() == 1) (param_leaf(takes[0]) == "bias" ? bias : weight) = true;
+      const bool param = op == "Mul" ? weight : bias;
+      for (int in : g.nodes[k].inputs) {
+        if (in >= 0 && initializer(in)) g.tensors[in].kind = param ? TensorKind::Parameter : TensorKind::Constant;
+      }
       continue;
     }
-    size_t into = groups.size();
-    for (size_t k = 0; k < groups.size() && into == groups.size(); ++k) {
-      for (std::string_view p : mine) {
-        if (std::find(sets[k].begin(), sets[k].end(), p) != sets[k].end()) into = k;
+    if (op != "InstanceNormalization") continue;
+    for (size_t i = 1; i < g.nodes[k].inputs.size(); ++i) {
+      const int in = g.nodes[k].inputs[i];
+      if (in < 0 || !initializer(in)) continue;
+      // The exporter merges equal initializers: G ones may be a LayerNorm's weight as
+      // well, which stays that LayerNorm's; the InstanceNormalization gets its own constant.
+      bool shared = false;
+      for (int c : g.tensors[in].consumers) {
+        const Node& r = g.nodes[c];
+        shared = shared || !(group_norm(r) && r.op == "InstanceNormalization" &&
+                             std::find(r.inputs.begin() + 1, r.inputs.end(), in) != r.inputs.end());
       }
-    }
-    if (into == groups.size()) {
-      groups.push_back({"", n.module, {}});
-      sets.emplace_back();
-    }
-    sets[into].insert(sets[into].end(), mine.begin(), mine.end());
-    if (groups[into].nodes.empty() || groups[into].nodes.back() != c) groups[into].nodes.push_back(c);
-  }
-  if (groups.empty()) return groups;
-  // The group that takes the initializer's own name keeps it; the others are named after
-  // the parameter of theirs whose last component the initializer's has (the LayerNorm
-  // weight `norm.weight` of `norm.weight`, `norm.bias` merged into one initializer).
-  const size_t dot = t.name.rfind('.');
-  const std::string_view leaf = dot == std::string::npos ? std::string_view() : std::string_view(t.name).substr(dot);
-  for (size_t k = 0; k < groups.size(); ++k) {
-    if (std::find(sets[k].begin(), sets[k].end(), t.name) != sets[k].end()) {
-      std::swap(groups[k], groups[0]);
-      std::swap(sets[k], sets[0]);
-    }
-  }
-  for (size_t k = 1; k < groups.size(); ++k) {
-    for (std::string_view p : sets[k]) {
-      if (!leaf.empty() && p.ends_with(leaf)) {
-        groups[k].name = std::string(p);
-        break;
+      if (!shared) {
+        g.tensors[in].kind = TensorKind::Constant;
+        continue;
       }
-    }
-  }
-  for (int c : unnamed) groups[0].nodes.push_back(c);
-  return groups;
-}
-
-}  // namespace
-
-void split_deduplicated_initializers(Graph& g, const ParameterReads& reads) {
-  constexpr int64_t kMaxDeduplicated = 1 << 16;
-  const size_t n_tensors = g.tensors.size();
-  for (size_t id = 0; id < n_tensors; ++id) {
-    int64_t numel = 0;
-    {
-      const Tensor& t = g.tensors[id];
-      if (t.producer >= 0 || (t.kind != TensorKind::Parameter && t.kind != TensorKind::Buffer)) continue;
-      if (!is_floating(t.dtype) || t.consumers.size() < 2) continue;
-      numel = constant_numel(t);
-      if (numel <= 1) continue;
-    }
-    bool affine_only = true, statistic = false;
-    for (int c : g.tensors[id].consumers) {
-      const Node& n = g.nodes[c];
-      if (n.dead) continue;
-      if (n.op == "BatchNormalization") statistic = true;
-      affine_only = affine_only && is_affine_use(n.op);
-    }
-    if (statistic) continue;
-    // The FX metadata tells merged parameters from shared ones at any size; without it,
-    // one per module instance, up to a size no tied weight has (tied embeddings are larger).
-    std::vector<ReaderGroup> groups;
-    bool by_parameter = false;
-    if (!reads.empty()) {
-      groups = groups_by_parameter(g, static_cast<int>(id), reads);
-      by_parameter = !groups.empty();
-    }
-    if (!by_parameter) {
-      if (numel > kMaxDeduplicated) continue;
-      groups = groups_by_module(g, static_cast<int>(id));
-    }
-    if (groups.size() < 2) continue;
-    // A folded initializer the signature does not list (addcmul's alpha, as "tmp") is
-    // still the modules' weight when each module scales or shifts by it; one the FX
-    // calls name as their parameters is one.
-    const TensorKind kind = g.tensors[id].kind == TensorKind::Buffer && (affine_only || by_parameter)
-                                ? TensorKind::Parameter
-                                : g.tensors[id].kind;
-    g.tensors[id].kind = kind;
-    g.tensors[id].module = groups.front().module;
-    // Each copy takes the name the module's own parameter has (`encoder.ln.weight` for the
-    // `encoder.layers.encoder_layer_0.ln_1.weight` all LayerNorms of a fresh model share),
-    // so --train/--freeze patterns match it as they match model.named_parameters().
-    const std::string merged = g.tensors[id].name;  // a copy: new_tensor() may move the tensors
-    const size_t dot = merged.rfind('.');
-    const std::string leaf = dot == std::string::npos ? "" : merged.substr(dot + 1);
-    for (size_t k = 1; k < groups.size(); ++k) {
-      const ReaderGroup& r = groups[k];
-      std::string own = r.name;
-      if (own.empty() && !r.module.empty() && !leaf.empty()) own = r.module + "." + leaf;
-      const int copy = g.new_tensor(!own.empty() && g.find_tensor(own) < 0 ? own : merged + "#" + r.module);
-      Tensor& t = g.tensors[copy];
-      const Tensor& orig = g.tensors[id];
-      t.dtype = orig.dtype;
-      t.kind = kind;
-      t.shape = orig.shape;
-      t.declared = orig.declared;
-      t.fvalue = orig.fvalue;
-      t.module = r.module;
-      for (int c : r.nodes) {
-        for (int& in : g.nodes[c].inputs) {
-          if (in == static_cast<int>(id)) in = copy;
-        }
+      const std::string name = g.tensors[in].name + "#group_norm";
+      const bool fresh = g.find_tensor(name) < 0;
+      const int copy = g.tensor_id(name);  // may move the tensors
+      if (fresh) {
+        Tensor& t = g.tensors[copy];
+        const Tensor& orig = g.tensors[in];
+        t.dtype = orig.dtype;
+        t.kind = TensorKind::Constant;
+        t.shape = orig.shape;
+        t.declared = orig.declared;
+        t.fvalue = orig.fvalue;
       }
+      g.nodes[k].inputs[i] = copy;
+      rewired = true;
     }
   }
-  g.relink();
+  if (rewired) g.relink();
 }
 
 namespace {
 
-// The output features of layer `n` reading weight `w` without a bias input, where the
-// exporter's optimizer may have dropped a zero bias: a Gemm with two inputs (C is its
-// third), a Conv or ConvTranspose with two (B is their third). Empty for anything else.
-std::optional<Expr> biasless_out_features(const Node& n, int w, const Shape& ws) {
-  if (n.dead || n.inputs.size() != 2 || n.inputs[1] != w) return std::nullopt;
+// The output features of layer `n` from its weight's shape `ws`: a Gemm's, a Conv's or a
+// ConvTranspose's. Empty for anything else.
+std::optional<Expr> out_features(const Node& n, const Shape& ws) {
   if (n.op == "Gemm" && ws.size() == 2) return n.attr_int("transB", 0) != 0 ? ws[0] : ws[1];
   if (n.op == "Conv" && ws.size() >= 3) return ws[0];
   // ConvTranspose's weight is [C_in, C_out / group, ...]: bias has C_out.
@@ -346,30 +229,73 @@ std::optional<Expr> biasless_out_features(const Node& n, int w, const Shape& ws)
   return std::nullopt;
 }
 
+// The output features of layer `n` reading weight `w` without a bias input, where the
+// exporter's optimizer may have dropped a zero bias: a Gemm with two inputs (C is its
+// third), a Conv or ConvTranspose with two (B is their third).
+std::optional<Expr> biasless_out_features(const Node& n, int w, const Shape& ws) {
+  if (n.dead || n.inputs.size() != 2 || n.inputs[1] != w) return std::nullopt;
+  return out_features(n, ws);
+}
+
+// Whether layer `n` reads weight `w` and a bias the exporter made, no parameter: folding
+// a BatchNorm into the Conv before it gives the Conv a bias named after the weight
+// ("fc1.weight_bias"), which stands for the Conv's own bias, if it has one, and the
+// BatchNorm's shift, which restore_batch_norm puts back (rexnet's squeeze-excite fc1).
+bool reads_made_bias(const Graph& g, const Node& n, int w) {
+  if (n.dead || n.inputs.size() != 3 || n.inputs[1] != w || n.inputs[2] < 0) return false;
+  const Tensor& b = g.tensors[n.inputs[2]];
+  return b.producer < 0 && b.kind != TensorKind::Parameter && b.kind != TensorKind::Input;
+}
+
 }  // namespace
 
-int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters) {
+int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters, const ParameterReads& reads) {
   int restored = 0;
+  auto restore = [&](std::string_view p, int k, const Expr& out, DType dtype, std::string module) {
+    const int b = g.new_tensor(std::string(p));  // may move the tensors: nothing held across it
+    Tensor& bias = g.tensors[b];
+    bias.kind = TensorKind::Parameter;
+    bias.dtype = dtype;
+    bias.shape = Shape{out};
+    bias.module = std::move(module);
+    g.nodes[k].inputs.push_back(b);
+    ++restored;
+  };
   for (std::string_view p : parameters) {
     if (!p.ends_with(".bias") || g.find_tensor(p) >= 0) continue;
     const std::string weight = std::string(p.substr(0, p.size() - 5)) + ".weight";
     const int w = g.find_tensor(weight);
-    if (w < 0 || !g.tensors[w].shape) continue;
-    const std::vector<int> readers = g.tensors[w].consumers;  // a copy: new_tensor() may move the tensors
-    for (int k : readers) {
-      const std::optional<Expr> out = biasless_out_features(g.nodes[k], w, *g.tensors[w].shape);
+    bool done = false;
+    if (w >= 0 && g.tensors[w].shape) {
+      const std::vector<int> readers = g.tensors[w].consumers;  // a copy: new_tensor() may move the tensors
+      for (int k : readers) {
+        const bool made = reads_made_bias(g, g.nodes[k], w);
+        const std::optional<Expr> out =
+            made ? out_features(g.nodes[k], *g.tensors[w].shape) : biasless_out_features(g.nodes[k], w, *g.tensors[w].shape);
+        if (!out) continue;
+        if (made) g.nodes[k].inputs.pop_back();
+        restore(p, k, *out, g.tensors[w].dtype, g.tensors[w].module);
+        done = true;
+        break;
+      }
+    }
+    if (done || reads.empty()) continue;
+    // The layer may read its weight computed (ScaledStdConv2d standardizes it first, into
+    // an activation or, folded, an initializer of the exporter's name): its FX call still
+    // takes the bias. The output features come from what the layer reads, else from the
+    // weight parameter.
+    for (size_t k = 0; k < g.nodes.size() && !done; ++k) {
+      const std::span<const std::string_view> takes = reads.of(static_cast<int>(k));
+      if (std::find(takes.begin(), takes.end(), p) == takes.end()) continue;
+      const Node& n = g.nodes[k];
+      if (n.inputs.size() != 2 || n.inputs[1] < 0) continue;
+      const Tensor& read = g.tensors[n.inputs[1]];
+      const Tensor* shaped = read.shape ? &read : w >= 0 && g.tensors[w].shape ? &g.tensors[w] : nullptr;
+      if (!shaped) continue;
+      const std::optional<Expr> out = biasless_out_features(n, n.inputs[1], *shaped->shape);
       if (!out) continue;
-      const DType dtype = g.tensors[w].dtype;
-      const std::string module = g.tensors[w].module;
-      const int b = g.new_tensor(std::string(p));  // may move the tensors: nothing held across it
-      Tensor& bias = g.tensors[b];
-      bias.kind = TensorKind::Parameter;
-      bias.dtype = dtype;
-      bias.shape = Shape{*out};
-      bias.module = module;
-      g.nodes[k].inputs.push_back(b);
-      ++restored;
-      break;
+      restore(p, static_cast<int>(k), *out, shaped->dtype, module_from_param_name(std::string(p)));
+      done = true;
     }
   }
   if (restored > 0) g.relink();
@@ -432,9 +358,14 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
   // Whether a reader's module lists a folded weight; for a large initializer, whether a
   // reader's module or one below it (any, for a reader of no known module) lists any
   // folded parameter.
-  auto reads_folded = [&](const Tensor& ten, bool below, const std::vector<std::string_view>& candidates) {
+  // With the FX metadata, a reader at the top level (no module) of an initializer its
+  // call does not take, named after no layout call, says nothing: dinov3's rotary angles
+  // (`tile`, 256 x 64, computed from a buffer) are read by the model's own sin and cos.
+  auto reads_folded = [&](const Tensor& ten, bool below, const std::vector<std::string_view>& candidates,
+                          bool top = true) {
     for (int c : ten.consumers) {
       const std::string& m = g.nodes[c].module;
+      if (m.empty() && !top) continue;
       for (std::string_view f : candidates) {
         if (f.size() <= m.size() || f.compare(0, m.size(), m) != 0 || (!m.empty() && f[m.size()] != '.')) continue;
         if (below || f.substr(m.size()) == ".weight") return true;
@@ -459,14 +390,77 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     }
     return false;
   };
+  // Whether a reader's FX call takes a buffer or constant with no tensor of its name:
+  // the initializer is that buffer under the exporter's name (CTRL's pos_encoding, a
+  // 512 x 256 table gathered by position, as val_127), whatever module reads it.
+  auto takes_buffer = [&](const Tensor& ten) {
+    for (int c : ten.consumers) {
+      for (std::string_view b : reads.buffers_of(c)) {
+        if (g.find_tensor(b) < 0) return true;
+      }
+    }
+    return false;
+  };
+  // A call whose nodes read as many unlisted floating initializers as it takes folded
+  // parameters reads those parameters, literal-sized or not: PReLU's one-element weight
+  // (0.25 in every layer, merged, as val_32 [1, 1, 1]) read as a literal scalar (conv_tasnet
+  // read 196 bytes under). A call that reads more (an rms_norm's eps besides its weight)
+  // says nothing.
+  if (!reads.name_by_node.empty()) {
+    std::map<std::string_view, std::pair<std::vector<int>, std::vector<std::string_view>>> calls;
+    for (size_t k = 0; k < g.nodes.size() && k < reads.name_by_node.size(); ++k) {
+      const std::string_view call = reads.name_by_node[k];
+      if (g.nodes[k].dead || call.empty()) continue;
+      auto& [inits, params] = calls[call];
+      for (int in : g.nodes[k].inputs) {
+        if (in < 0 || in >= static_cast<int>(listed.size()) || listed[in]) continue;
+        const Tensor& t = g.tensors[in];
+        const bool init = t.producer < 0 && t.shape && is_floating(t.dtype) &&
+                          (t.kind == TensorKind::Parameter || t.kind == TensorKind::Buffer || t.kind == TensorKind::Constant);
+        if (init && std::find(inits.begin(), inits.end(), in) == inits.end()) inits.push_back(in);
+      }
+      for (std::string_view p : reads.of(static_cast<int>(k))) {
+        if (folded_set.count(p) && std::find(params.begin(), params.end(), p) == params.end()) params.push_back(p);
+      }
+    }
+    for (const auto& [call, ip] : calls) {
+      if (ip.second.empty() || ip.first.size() != ip.second.size()) continue;
+      for (int id : ip.first) {
+        if (g.tensors[id].kind == TensorKind::Constant) g.tensors[id].kind = TensorKind::Parameter;
+      }
+    }
+  }
+  // A layout call's value that a folded parameter no FX call takes, of the reader's own
+  // module, explains whatever its name (ScaledStdConv2d's `(gain * scale).view(-1)`, as
+  // `view_1`, the scale of its weight's standardization): one initializer each.
+  std::unordered_set<std::string_view> claimed;
+  auto claims_untaken = [&](const Tensor& ten) {
+    for (int c : ten.consumers) {
+      const std::string& m = g.nodes[c].module;
+      if (m.empty()) continue;
+      for (std::string_view f : untaken) {
+        if (f.size() <= m.size() + 1 || f.compare(0, m.size(), m) != 0 || f[m.size()] != '.') continue;
+        if (f.find('.', m.size() + 1) != std::string_view::npos || !claimed.insert(f).second) continue;
+        return true;
+      }
+    }
+    return false;
+  };
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
     int64_t numel = 1;
     for (const auto& d : *ten.shape) numel = checked_mul(numel, d.as_const().value_or(1));
     const bool below = numel > kMaxFoldedBuffer;
-    const bool weight = reads.empty() ? reads_folded(ten, below, folded)
-                                      : takes_folded(ten) || reads_folded(ten, below, names_layout_call(ten.name) ? untaken : folded);
+    const bool layout = names_layout_call(ten.name);
+    bool weight = false;
+    if (reads.empty()) {
+      weight = reads_folded(ten, below, folded);
+    } else if (takes_folded(ten)) {
+      weight = true;
+    } else if (!takes_buffer(ten)) {
+      weight = reads_folded(ten, below, layout ? untaken : folded, layout) || (layout && claims_untaken(ten));
+    }
     if (!weight) ten.kind = TensorKind::Buffer;
   }
 }

@@ -18,10 +18,21 @@ namespace memest {
 /// is. Empty for a file without that metadata; nothing for nodes memest added.
 struct ParameterReads {
   std::vector<std::vector<std::string_view>> by_node;
+  /// The same for the signature's buffers and constants (`%b_pos_encoding`): node k's call
+  /// takes `buffers_of(k)`.
+  std::vector<std::vector<std::string_view>> buffers_by_node;
+  /// Node k's FX call's own name ("layer_norm_1"), and the values it takes that are no
+  /// placeholder of the signature (the outputs of other calls: "%clone", "%getitem_5").
+  std::vector<std::string_view> name_by_node;
+  std::vector<std::vector<std::string_view>> values_by_node;
   bool empty() const { return by_node.empty(); }
   std::span<const std::string_view> of(int node) const {
     if (node < 0 || static_cast<size_t>(node) >= by_node.size()) return {};
     return by_node[static_cast<size_t>(node)];
+  }
+  std::span<const std::string_view> buffers_of(int node) const {
+    if (node < 0 || static_cast<size_t>(node) >= buffers_by_node.size()) return {};
+    return buffers_by_node[static_cast<size_t>(node)];
   }
 };
 
@@ -60,18 +71,6 @@ void mark_training_batch_norm(Node& bn, std::string_view origin_op);
 /// node's frames to one below that shared depth, and the module path the two share.
 void place_untraced_nodes(Graph& g);
 
-/// The exporter merges initializers of equal contents into one (onnxscript's optimizer):
-/// every LayerNorm weight that is still all ones, every zero bias, timm's layer scales
-/// become one initializer that all those modules read, so memest saw one shared parameter
-/// (and, for a folded one the signature does not list, such as addcmul's alpha, a buffer
-/// whose Mul saves nothing for a gradient): resmlp_12_224 read 17% low. Each module
-/// instance that reads such a small (at most 65,536 elements) floating initializer gets its
-/// own copy, a parameter where the modules scale or shift by it. A weight tied on purpose
-/// (ALBERT's layers) is read by one module instance and stays shared; tied embeddings are
-/// larger than the limit. With `reads` (the FX metadata), the readers' calls say which
-/// parameter each reads, so the copies are one per parameter, at any size, and a module
-/// reached from two places (CoaT's shared conv position encoding) keeps one.
-void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {});
 
 /// The exporter's optimizer drops a bias that is all zeros from the Gemm, Conv or
 /// ConvTranspose that adds it (a fresh model's classifier: timm's head, torchvision's fc,
@@ -79,8 +78,22 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads = {})
 /// though the parameter still exists, gets a gradient and optimizer state. A bias the
 /// graph signature lists as a parameter but no tensor holds, of a module whose layer
 /// reads its weight without a bias input, is put back: [N] in the weight's dtype, N the
-/// layer's output features (channels). Returns how many.
-int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters);
+/// layer's output features (channels); so is one whose layer reads a bias the exporter
+/// made when it folded a BatchNorm in, which it replaces. With `reads` (the FX
+/// metadata), so is one whose layer's FX call takes it though the layer reads a weight
+/// computed from its parameter (timm's ScaledStdConv2d standardizes its weight first).
+/// Returns how many.
+int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parameters, const ParameterReads& reads = {});
+
+/// torchlib writes aten.group_norm(x, G, weight, bias) as InstanceNormalization of x
+/// reshaped to [N, G, -1], with a scale of G ones and a bias of G zeros it makes itself,
+/// then Mul by weight and Add of bias, both reshaped to [C, 1, ...]. In such a call the
+/// InstanceNormalization's scale and bias are constants, not weights (as parameters they
+/// read 32-64 bytes over on the random modules); the initializers the Mul and Add read
+/// are the module's weight and bias when its FX call takes parameters, whatever their
+/// size (a one-channel GroupNorm's are one element, which read as literal scalars).
+void classify_group_norm_initializers(Graph& g, const ParameterReads& reads);
+
 
 /// After lowering a dynamo export: a float initializer that its graph signature lists
 /// among `buffers` (BUFFER and CONSTANT_TENSOR targets), or does not list among

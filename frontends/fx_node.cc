@@ -72,6 +72,12 @@ std::vector<std::string_view> fx_value_args(std::string_view fx_node) {
   return out;
 }
 
+std::string_view fx_call_name(std::string_view fx_node) {
+  if (!fx_node.starts_with('%')) return {};
+  const size_t end = fx_node.find(" : ");
+  return end == std::string_view::npos ? std::string_view() : fx_node.substr(1, end - 1);
+}
+
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node) {
   if (fx_node.find("aten.scaled_dot_product_attention") == std::string_view::npos) return std::nullopt;
   return fx_number_arg(fx_node, 4, "dropout_p");

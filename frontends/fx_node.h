@@ -18,6 +18,9 @@ std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, s
 /// graph signature's placeholders among them (`%p_fc_weight`) name the parameters it reads.
 std::vector<std::string_view> fx_value_args(std::string_view fx_node);
 
+/// The FX node's own name ("sdpa" of "%sdpa : [num_users=1] = ..."); "" when absent.
+std::string_view fx_call_name(std::string_view fx_node);
+
 /// scaled_dot_product_attention's dropout_p (5th argument) when `fx_node` is that call.
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node);
 

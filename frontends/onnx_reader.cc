@@ -24,6 +24,7 @@
 #include "estimator/ops/registry.h"
 #include "frontends/onnx_schema.h"
 #include "frontends/dynamo_repair.h"
+#include "frontends/merged_initializers.h"
 #include "frontends/fx_node.h"
 #include "frontends/scope_repair.h"
 #include "frontends/onnx_views.h"
@@ -600,19 +601,47 @@ std::optional<std::vector<std::string_view>> exported_targets(const ModelView& m
   return out;
 }
 
-// Per node, the parameters its FX call takes as arguments (fx_calls[k]: node k's
-// "pkg.torch.onnx.fx_node" metadata), by the signature's placeholder names.
+// Per node, the parameters (and the buffers and constants) its FX call takes as
+// arguments (fx_calls[k]: node k's "pkg.torch.onnx.fx_node" metadata), by the
+// signature's placeholder names.
 ParameterReads parameter_reads(const ModelView& model, const std::vector<std::string_view>& fx_calls) {
-  std::unordered_map<std::string_view, std::string_view> target_of;
+  std::unordered_map<std::string_view, std::string_view> target_of, buffer_of;
   each_signature_input(model, "PARAMETER", [&](std::string_view placeholder, std::string_view target) {
     target_of.emplace(placeholder, target);
   });
+  for (std::string_view kind : {"BUFFER", "CONSTANT_TENSOR"}) {
+    each_signature_input(model, kind, [&](std::string_view placeholder, std::string_view target) {
+      buffer_of.emplace(placeholder, target);
+    });
+  }
   ParameterReads reads;
   if (target_of.empty()) return reads;
+  // The user inputs are placeholders too ("x: USER_INPUT"), with no target.
+  std::unordered_set<std::string_view> placeholders;
+  model.graph.each_field([&](const wire::Field& f) {
+    if (f.number != 16 || f.type != wire::kLen || !onnx_schema::check_entry(f.data)) return;
+    const EntryView e = read_entry(f.data);
+    if (e.key != "pkg.torch.export.ExportedProgram.graph_signature") return;
+    for (size_t at = e.value.find(": USER_INPUT"); at != std::string_view::npos; at = e.value.find(": USER_INPUT", at + 1)) {
+      const size_t line = e.value.rfind('\n', at);
+      const size_t from = line == std::string_view::npos ? 0 : line + 1;
+      placeholders.insert(e.value.substr(from, at - from));
+    }
+  });
   reads.by_node.resize(fx_calls.size());
+  reads.buffers_by_node.resize(fx_calls.size());
+  reads.name_by_node.resize(fx_calls.size());
+  reads.values_by_node.resize(fx_calls.size());
   for (size_t k = 0; k < fx_calls.size(); ++k) {
+    reads.name_by_node[k] = fx_call_name(fx_calls[k]);
     for (std::string_view arg : fx_value_args(fx_calls[k])) {
-      if (auto it = target_of.find(arg); it != target_of.end()) reads.by_node[k].push_back(it->second);
+      if (auto it = target_of.find(arg); it != target_of.end()) {
+        reads.by_node[k].push_back(it->second);
+      } else if (auto b = buffer_of.find(arg); b != buffer_of.end()) {
+        reads.buffers_by_node[k].push_back(b->second);
+      } else if (!placeholders.count(arg)) {
+        reads.values_by_node[k].push_back(arg);
+      }
     }
   }
   return reads;
@@ -672,8 +701,9 @@ Graph read_model(std::string_view bytes, const std::string& file) {
       buffers.push_back(c);
     }
     reads = parameter_reads(model, lowering.fx_calls());
+    classify_group_norm_initializers(g, reads);
     keep_exported_parameters(g, *params, buffers, reads);
-    restore_dropped_biases(g, *params);
+    restore_dropped_biases(g, *params, reads);
   }
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);
@@ -687,7 +717,12 @@ Graph read_model(std::string_view bytes, const std::string& file) {
   if (g.python.empty()) {
     recover_module_paths(g);
   } else {
-    split_deduplicated_initializers(g, reads);
+    const auto params = exported_targets(model, "PARAMETER");
+    split_deduplicated_initializers(g, reads, params.value_or(std::vector<std::string_view>{}));
+    if (params) {
+      restore_merged_modules(g, *params, exported_targets(model, "BUFFER").value_or(std::vector<std::string_view>{}),
+                             reads);
+    }
   }
   return g;
 }

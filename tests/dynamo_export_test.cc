@@ -7,6 +7,7 @@
 
 #include "estimator/analysis.h"
 #include "frontends/dynamo_repair.h"
+#include "frontends/merged_initializers.h"
 #include "frontends/onnx_reader.h"
 #include "frontends/text_reader.h"
 #include "tests/wire_builder.h"
@@ -221,64 +222,6 @@ TEST_CASE("dynamo export: the nodes of one aten.gelu call are one Gelu, whatever
   CHECK(estimate(fused, 8).peak.peak_bytes < estimate(apart, 8).peak.peak_bytes);
 }
 
-TEST_CASE("dynamo export: an initializer the exporter merged across modules is one parameter per module") {
-  // onnxscript's optimizer merges initializers of equal contents: timm's layer scales, a
-  // LayerNorm weight still all ones. ls is read by two blocks (two parameters in torch);
-  // tmp, a folded addcmul alpha the signature does not list, scales in two blocks;
-  // shared is read twice by one module (ALBERT's shared layer) and stays one tensor.
-  Graph g = read_text_graph(R"(
-opset 18
-input x float32 batch,4
-param ls float32 4
-buffer tmp float32 4
-param shared float32 4
-node Mul x ls -> a @blocks.0
-node Mul a ls -> b @blocks.0
-node Mul b ls -> c @blocks.1
-node Mul c tmp -> d @blocks.0.norm
-node Mul d tmp -> e @blocks.1.norm
-node Add e shared -> f @layer
-node Add f shared -> y @layer
-output y
-)");
-  g.relink();
-  split_deduplicated_initializers(g);
-  auto readers = [&](const char* name) {
-    int count = 0;
-    for (const Tensor& t : g.tensors) {
-      if (t.name.rfind(name, 0) == 0 && t.producer < 0 && t.kind == TensorKind::Parameter) ++count;
-    }
-    return count;
-  };
-  CHECK(readers("ls") == 2);
-  CHECK(readers("tmp") == 2);
-  CHECK(readers("shared") == 1);
-  // Each copy belongs to the module that reads it, and the nodes read their own copy.
-  const Node& third = g.nodes[2];
-  CHECK(g.tensors[third.inputs[1]].module == "blocks.1");
-  CHECK(g.nodes[0].inputs[1] == g.nodes[1].inputs[1]);
-}
-
-TEST_CASE("dynamo export: a merged parameter's copies take their modules' own names") {
-  // A fresh ViT's LayerNorm weights are all ones: the exporter keeps one,
-  // encoder_layer_0.ln_1.weight; encoder.ln's copy is encoder.ln.weight, so --train
-  // encoder.ln matches it as it matches model.named_parameters().
-  Graph g = read_text_graph(R"(
-opset 18
-input x float32 batch,4
-param encoder.layers.encoder_layer_0.ln_1.weight float32 4
-node Mul x encoder.layers.encoder_layer_0.ln_1.weight -> a @encoder.layers.encoder_layer_0.ln_1
-node Mul a encoder.layers.encoder_layer_0.ln_1.weight -> y @encoder.ln
-output y
-)");
-  g.relink();
-  split_deduplicated_initializers(g);
-  CHECK(g.nodes[0].inputs[1] == g.find_tensor("encoder.layers.encoder_layer_0.ln_1.weight"));
-  REQUIRE(g.find_tensor("encoder.ln.weight") >= 0);
-  CHECK(g.nodes[1].inputs[1] == g.find_tensor("encoder.ln.weight"));
-  CHECK(g.tensors[g.find_tensor("encoder.ln.weight")].kind == TensorKind::Parameter);
-}
-
 TEST_CASE("dynamo export: a kept BatchNorm from aten's training batch norm is in training mode") {
   // The exporter writes the BatchNormalization it keeps (after a Concat: timm's mixed
   // blocks) without training_mode; its aten op says which mode ran.
@@ -400,44 +343,288 @@ int64_t parameter_bytes(const Graph& g) {
 
 }  // namespace
 
-TEST_CASE("dynamo export: the FX calls say which parameter each reader of a merged initializer reads") {
-  // a.norm.weight (4 floats, all ones) is what the exporter kept of a.norm.weight and
-  // b.norm.weight, whose FX calls name different parameters: two parameters. cpe.w
-  // (CoaT's conv position encoding, one module the model calls from s.0 and s.1) is read
-  // from two module paths, but both calls name cpe.w: one parameter, as torch counts it.
+TEST_CASE("dynamo export: a layer that reads its weight computed keeps its dropped bias") {
+  // timm's ScaledStdConv2d: conv2d(x, standardize(weight) * gain, bias). The zero bias is
+  // dropped from the Conv, which reads the standardized weight, an activation: its FX
+  // call still takes s.conv.bias, of s.conv.weight's 8 output channels. A stem conv whose
+  // whole weight computation the exporter folded reads view_2 (8 x 3 x 3 x 3), no
+  // parameter of its own: its bias takes view_2's output channels (nf_resnet26 read
+  // 123,392 bytes under, eca_nfnet_l2 691,584).
   Graph g = read_text_graph(R"(
 opset 18
-input x float32 batch,4
-param a.norm.weight float32 4
-param cpe.w float32 4
-node Mul x a.norm.weight -> p @a.norm
-node Mul p a.norm.weight -> q @b.norm
-node Mul q cpe.w -> r @s.0.cpe
-node Mul r cpe.w -> y @s.1.cpe
+input x float32 batch,3,8,8
+param s.conv.weight float32 8,3,3,3
+param view_2 float32 4,3,3,3
+node Reshape s.conv.weight shp -> v @s.conv
+node Reshape v shp2 -> w @s.conv
+node Conv x w -> y1 @s.conv
+node Conv x view_2 -> y2 @stem.conv
+node Add y1 y2 -> y
 output y
 )");
   g.relink();
   ParameterReads reads;
-  reads.by_node = {{"a.norm.weight", "a.norm.bias"}, {"b.norm.weight", "b.norm.bias"}, {"cpe.w"}, {"cpe.w"}};
-  split_deduplicated_initializers(g, reads);
-  REQUIRE(g.find_tensor("b.norm.weight") >= 0);
-  CHECK(g.nodes[1].inputs[1] == g.find_tensor("b.norm.weight"));
-  CHECK(g.nodes[2].inputs[1] == g.nodes[3].inputs[1]);
-  CHECK(parameter_bytes(g) == (4 + 4 + 4) * 4);  // a.norm.weight, b.norm.weight, cpe.w
+  reads.by_node = {{"s.conv.weight"}, {}, {"s.conv.bias"}, {"stem.conv.bias"}, {}};
+  const std::vector<std::string_view> params = {"s.conv.weight", "s.conv.bias", "stem.conv.weight", "stem.conv.bias"};
+  CHECK(restore_dropped_biases(g, params, reads) == 2);
+  const int b = g.find_tensor("s.conv.bias");
+  const int sb = g.find_tensor("stem.conv.bias");
+  REQUIRE(b >= 0);
+  REQUIRE(sb >= 0);
+  CHECK(*g.tensors[b].shape == Shape{Expr(8)});
+  CHECK(*g.tensors[sb].shape == Shape{Expr(4)});
+  CHECK(g.nodes[2].inputs.size() == 3);
+  CHECK(parameter_bytes(g) == (8 * 3 * 3 * 3 + 8 + 4 * 3 * 3 * 3 + 4) * 4);
+}
 
-  // Without the FX metadata, one copy per module: cpe.w counted twice (the 167,936 bytes
-  // st_coat_lite_mini read over).
+TEST_CASE("dynamo export: a conv bias the exporter folded a BatchNorm into is put back in place of the made one") {
+  // rexnet's squeeze-excite: fc1 (a Conv with a zero bias) then bn. The exporter folds bn
+  // into the Conv, which then reads a bias it made, se.fc1.weight_bias (no parameter: the
+  // signature does not list it); se.fc1.bias, listed, has no tensor. The Conv reads the
+  // parameter instead: 4 floats, as torch counts them (rexnet_100 read 2,748 bytes under).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8,1,1
+param se.fc1.weight float32 4,8,1,1
+buffer se.fc1.weight_bias float32 4
+node Conv x se.fc1.weight se.fc1.weight_bias -> y @se.fc1
+output y
+)");
+  g.relink();
+  const std::vector<std::string_view> params = {"se.fc1.weight", "se.fc1.bias"};
+  CHECK(restore_dropped_biases(g, params) == 1);
+  const int b = g.find_tensor("se.fc1.bias");
+  REQUIRE(b >= 0);
+  CHECK(g.nodes[0].inputs.size() == 3);
+  CHECK(g.nodes[0].inputs[2] == b);
+  CHECK(*g.tensors[b].shape == Shape{Expr(4)});
+  CHECK(parameter_bytes(g) == (4 * 8 + 4) * 4);
+}
+
+TEST_CASE("dynamo export: a large initializer read at the top level by calls that take no parameter is a buffer") {
+  // dinov3's rotary angles: `tile` (256 x 64) computed at export from a buffer, read by
+  // the model's own sin and cos (no module), whose FX calls take no parameter. A reader
+  // of no module once matched any folded parameter (blocks.0.fc.weight here): 65,536
+  // bytes of parameters torch does not have. val_9, the folded fc weight, still is one.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,64
+param tile float32 256,64
+param val_9 float32 64,64
+node Sin tile -> s
+node MatMul x val_9 -> h @blocks.0.fc
+node Add h s -> y @blocks.0
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {"blocks.0.fc.weight"}, {}};
+  const std::vector<std::string_view> params = {"blocks.0.fc.weight"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("tile")].kind == TensorKind::Buffer);
+  CHECK(g.tensors[g.find_tensor("val_9")].kind == TensorKind::Parameter);
+  CHECK(parameter_bytes(g) == 64 * 64 * 4);
+}
+
+TEST_CASE("dynamo export: an initializer whose reader's FX call takes a buffer is that buffer") {
+  // CTRL's pos_encoding (a plain tensor attribute, lifted as a non-persistent buffer):
+  // index(%b_pos_encoding, [%positions]) reads val_127 (512 x 256), in a module whose
+  // linear weights folded. Its call takes the buffer, which has no tensor of its name:
+  // val_127 is the buffer (it was 524,288 bytes of parameters).
+  Graph g = read_text_graph(R"(
+opset 18
+input x int64 batch,1
+param val_127 float32 512,256
+param val_9 float32 256,256
+node GatherND val_127 x -> e @model.transformer
+node MatMul e val_9 -> y @model.transformer.h.0.fc
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {"model.transformer.h.0.fc.weight"}};
+  reads.buffers_by_node = {{"model.transformer.pos_encoding"}, {}};
+  const std::vector<std::string_view> params = {"model.transformer.h.0.fc.weight"};
+  const std::vector<std::string_view> buffers = {"model.transformer.pos_encoding"};
+  keep_exported_parameters(g, params, buffers, reads);
+  CHECK(g.tensors[g.find_tensor("val_127")].kind == TensorKind::Buffer);
+  CHECK(g.tensors[g.find_tensor("val_9")].kind == TensorKind::Parameter);
+  CHECK(parameter_bytes(g) == 256 * 256 * 4);
+}
+
+TEST_CASE("dynamo export: a layout call's value is the parameter of its reader's module that no FX call takes") {
+  // ScaledStdConv2d scales its standardized weight by (gain * scale).view(-1), which the
+  // exporter folds into an initializer named after the view (view_1). No FX call takes
+  // s.conv.gain (the Mul that read it folded away): view_1 is it, the one parameter of its
+  // reader's module no call takes. A second such value (view_5) is not gain again.
+  // botnet's height_rel, transposed at export (transpose_2), is read the same way.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8
+param view_1 float32 8
+param view_5 float32 8
+node Mul x view_1 -> a @s.conv
+node Mul a view_5 -> y @s.conv
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {}};
+  const std::vector<std::string_view> params = {"s.conv.gain"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("view_1")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("view_5")].kind == TensorKind::Buffer);
+  CHECK(parameter_bytes(g) == 8 * 4);
+}
+
+TEST_CASE("dynamo export: poolformerv2's norms: a GroupNorm without bias, and a scale read through a folded view") {
+  // timm's GroupNorm1 without bias: group_norm(x, 1, %p_norm1_weight, None), torchlib's
+  // Add reads zeros it made (val_29), no parameter. res_scale multiplies by its scale
+  // viewed (`mul(%x, %view_3)`), folded and merged with the norm's weight (`view`, all
+  // ones): its call names no parameter, but res_scale.scale is its module's one listed
+  // parameter that no call takes, so it reads a copy of its own (poolformerv2_s12 read
+  // 26,624 bytes over without the first, 23,552 under without the second).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8,4
+param view float32 8,1
+param val_29 float32 8,1
+node Mul x view -> a @b.norm1
+node Add a val_29 -> n @b.norm1
+node Mul n view -> y @b.res_scale1
+output y
+)");
+  g.relink();
+  g.calls = {"aten.group_norm.default", "aten.mul.Tensor"};
+  g.nodes[0].call = g.nodes[1].call = 0;
+  g.nodes[2].call = 1;
+  ParameterReads reads;
+  reads.by_node = {{"b.norm1.weight"}, {"b.norm1.weight"}, {}};
+  reads.buffers_by_node.resize(3);
+  reads.name_by_node = {"group_norm", "group_norm", "mul"};
+  reads.values_by_node = {{"x"}, {"x"}, {"group_norm", "view_3"}};
+  const std::vector<std::string_view> params = {"b.norm1.weight", "b.res_scale1.scale"};
+  classify_group_norm_initializers(g, reads);
+  CHECK(g.tensors[g.find_tensor("view")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("val_29")].kind == TensorKind::Constant);
+  split_deduplicated_initializers(g, reads, params);
+  REQUIRE(g.find_tensor("b.res_scale1.scale") >= 0);
+  CHECK(g.nodes[2].inputs[1] == g.find_tensor("b.res_scale1.scale"));
+  CHECK(parameter_bytes(g) == 2 * 8 * 4);
+
+  // Not so for what is no weight at all: ScaledStdConv2d's standardization reads zeros
+  // for its None bias (val_13, a buffer), merged across convs whose gains no call takes.
   Graph h = read_text_graph(R"(
 opset 18
-input x float32 batch,4
-param cpe.w float32 4
-node Mul x cpe.w -> r @s.0.cpe
-node Mul r cpe.w -> y @s.1.cpe
+input x float32 batch,8
+param view_1 float32 8
+param view_4 float32 8
+buffer val_13 float32 8
+node BatchNormalization x view_1 val_13 m1 v1 -> a training_mode=1 @s.conv1
+node BatchNormalization a view_4 val_13 m2 v2 -> y training_mode=1 @s.conv2
 output y
 )");
   h.relink();
-  split_deduplicated_initializers(h);
-  CHECK(parameter_bytes(h) == 2 * 4 * 4);
+  reads.by_node = {{}, {}};
+  reads.buffers_by_node = {{}, {}};
+  reads.name_by_node = {"bn", "bn_1"};
+  reads.values_by_node = {{"x", "view_1"}, {"bn", "view_4"}};
+  const std::vector<std::string_view> gains = {"s.conv1.gain", "s.conv2.gain"};
+  split_deduplicated_initializers(h, reads, gains);
+  CHECK(h.tensors[h.find_tensor("val_13")].kind == TensorKind::Buffer);
+  CHECK(parameter_bytes(h) == 2 * 8 * 4);  // view_1 and view_4, the gains
+}
+
+TEST_CASE("dynamo export: a call that reads as many initializers as it takes folded parameters reads them") {
+  // PReLU's weight (one element, 0.25 in every layer) folds to [1, 1, 1], merges into one
+  // initializer val_32, and reads as a literal scalar; each prelu call takes its own
+  // weight: two parameters (conv_tasnet read 196 bytes under). A call that reads more
+  // initializers than it takes folded parameters (an rms_norm's eps and its weight) says
+  // nothing about the scalar.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4,8
+param val_32 float32 1,1
+param eps float32 1
+param val_9 float32 8
+node PRelu x val_32 -> a @l.0.act
+node PRelu a val_32 -> b @l.1.act
+node Add b eps -> c @n
+node Mul c val_9 -> y @n
+output y
+)");
+  g.relink();
+  g.tensors[g.find_tensor("val_32")].kind = TensorKind::Constant;  // as classify_initializers leaves a scalar
+  g.tensors[g.find_tensor("eps")].kind = TensorKind::Constant;
+  ParameterReads reads;
+  reads.by_node = {{"l.0.act.weight"}, {"l.1.act.weight"}, {"n.weight"}, {"n.weight"}};
+  reads.buffers_by_node.resize(4);
+  reads.name_by_node = {"prelu", "prelu_1", "rms_norm", "rms_norm"};
+  reads.values_by_node = {{}, {"prelu"}, {"prelu_1"}, {"prelu_1"}};
+  const std::vector<std::string_view> params = {"l.0.act.weight", "l.1.act.weight", "n.weight"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("val_32")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("eps")].kind == TensorKind::Constant);
+  split_deduplicated_initializers(g, reads, params);
+  CHECK(parameter_bytes(g) == (1 + 1 + 8) * 4);
+}
+
+TEST_CASE("dynamo export: in aten.group_norm's nodes, the InstanceNormalization's scale and bias are constants") {
+  // torchlib's group_norm: InstanceNormalization(x as [N, G, -1], G ones, G zeros), then
+  // Mul by weight and Add of bias as [C, 1]. Here G = 1 and C = 1: the merged ones (also
+  // ln.weight, a LayerNorm's) and zeros are the InstanceNormalization's constants, and the
+  // one-element val_36 and val_38, which read as literal scalars, are gn.weight and
+  // gn.bias (the random modules were 32-64 bytes over, or 8 under).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,1,4
+param ln.weight float32 1
+param ln.bias float32 1
+param val_36 float32 1,1
+param val_38 float32 1,1
+node LayerNormalization x ln.weight ln.bias -> a axis=-1 @ln
+node InstanceNormalization a ln.weight ln.bias -> b @gn
+node Mul b val_36 -> c @gn
+node Add c val_38 -> y @gn
+output y
+)");
+  g.relink();
+  g.calls = {"aten.layer_norm.default", "aten.group_norm.default"};
+  g.nodes[0].call = 0;
+  for (int k : {1, 2, 3}) g.nodes[k].call = 1;
+  g.tensors[g.find_tensor("val_36")].kind = TensorKind::Constant;  // as classify_initializers leaves a scalar
+  g.tensors[g.find_tensor("val_38")].kind = TensorKind::Constant;
+  ParameterReads reads;
+  reads.by_node = {{"ln.weight", "ln.bias"}, {"gn.weight", "gn.bias"}, {"gn.weight", "gn.bias"}, {"gn.weight", "gn.bias"}};
+  classify_group_norm_initializers(g, reads);
+  CHECK(g.nodes[0].inputs[1] == g.find_tensor("ln.weight"));
+  CHECK(g.tensors[g.nodes[1].inputs[1]].kind == TensorKind::Constant);
+  CHECK(g.tensors[g.nodes[1].inputs[2]].kind == TensorKind::Constant);
+  CHECK(g.tensors[g.find_tensor("val_36")].kind == TensorKind::Parameter);
+  CHECK(parameter_bytes(g) == 4 * 4);  // ln.weight, ln.bias, gn.weight, gn.bias
+
+  // A GroupNorm of 8 channels in 4 groups whose scale and bias only it reads.
+  Graph h = read_text_graph(R"(
+opset 18
+input x float32 batch,8,4
+param val_10 float32 4
+param val_13 float32 4
+param val_23 float32 8,1
+param val_25 float32 8,1
+node Reshape x shp -> r @gn
+node InstanceNormalization r val_10 val_13 -> b @gn
+node Reshape b shp2 -> c @gn
+node Mul c val_23 -> d @gn
+node Add d val_25 -> y @gn
+output y
+)");
+  h.relink();
+  h.calls = {"aten.group_norm.default"};
+  for (Node& n : h.nodes) n.call = 0;
+  reads.by_node.assign(5, {"gn.weight", "gn.bias"});
+  classify_group_norm_initializers(h, reads);
+  CHECK(h.tensors[h.find_tensor("val_10")].kind == TensorKind::Constant);
+  CHECK(parameter_bytes(h) == 2 * 8 * 4);
 }
 
 TEST_CASE("dynamo export: an unlisted initializer is a parameter when its reader's FX call takes a folded one") {

@@ -40,3 +40,13 @@ TEST_CASE("fx_node: the FX values a call takes, which name the parameters it rea
         std::vector<std::string_view>{"p_w"});
   CHECK(fx_value_args("not an FX call %x").empty());
 }
+
+TEST_CASE("fx_node: the call's own name") {
+  // GPT-NeoX's post-attention LayerNorm, which the exporter merged into the input one:
+  // its readers still take %layer_norm_1, and restore_merged_modules compares that with
+  // the names of the calls that remain.
+  CHECK(fx_call_name("%layer_norm_1 : [num_users=1] = call_function[target=torch.ops.aten.layer_norm.default]("
+                     "args = (%add_3, [512], %p_w, %p_b, 1e-05), kwargs = {})") == "layer_norm_1");
+  CHECK(fx_call_name("layer_norm_1 : no percent sign").empty());
+  CHECK(fx_call_name("%no_colon").empty());
+}

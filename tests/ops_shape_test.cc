@@ -32,6 +32,63 @@ TEST_CASE("shape: symbolic batch through Shape -> Gather -> Unsqueeze -> Concat 
   CHECK(g.warnings.empty());
 }
 
+TEST_CASE("shape: whole-number float contents join integer ones, so a Range sized from them is known") {
+  // Funnel's relative positions (legacy exporter): a range of positions cast to float,
+  // sliced, concatenated after the constant -1.0, then picked, subtracted and cast back
+  // to int64 for Range's start. Concat dropped contents that mixed float constants and
+  // integers cast to float, the Range's output fell back to its scalar start's shape, and
+  // the Unsqueeze after it failed ("axis 1 is out of range for rank 1").
+  Graph g = infer(R"(
+    opset 13
+    input x float32 batch,4,8
+    node Shape x -> s
+    const two int64 - = 2
+    node Gather s two -> n
+    const zero int64 - = 0
+    const one int64 - = 1
+    node Range zero n one -> r
+    node Cast r -> rf to=1
+    const neg float32 1 = -1
+    node Concat neg rf -> c axis=0
+    const last int64 - = 8
+    node Gather c last -> hi
+    const fone float32 - = 1
+    node Sub hi fone -> start_f
+    node Cast start_f -> start to=7
+    node Range zero start one -> r2
+    node Unsqueeze r2 -> u axes=[1]
+  )");
+  CHECK(value(g, "c") == "[-1, 0, 1, 2, 3, 4, 5, 6, 7]");
+  CHECK(value(g, "start") == "[6]");
+  CHECK(shape(g, "r2") == "[6]");
+  CHECK(shape(g, "u") == "[6, 1]");
+}
+
+TEST_CASE("shape: a constant float power folds into a Reshape target") {
+  // dinov2's legacy export reshapes its position embeddings to a grid of side
+  // int(256 ** 0.5): Pow of two constants, cast to int64. Pow folded nothing, the Reshape
+  // target stayed unknown, its output fell back to its input's rank 3, and the Transpose
+  // to NCHW after it failed ("perm has 4 entries for rank 3").
+  Graph g = infer(R"(
+    opset 13
+    input x float32 batch,256,384
+    const n float32 - = 256
+    const half float32 - = 0.5
+    node Pow n half -> side_f
+    node Cast side_f -> side to=7
+    node Unsqueeze side -> s1 axes=[0]
+    const one int64 1 = 1
+    const c int64 1 = 384
+    node Concat one s1 s1 c -> shp axis=0
+    const pos float32 1,256,384
+    node Reshape pos shp -> grid
+    node Transpose grid -> nchw perm=0,3,1,2
+  )");
+  CHECK(value(g, "side") == "[16]");
+  CHECK(shape(g, "grid") == "[1, 16, 16, 384]");
+  CHECK(shape(g, "nchw") == "[1, 384, 16, 16]");
+}
+
 TEST_CASE("shape: attention head split stays symbolic") {
   Graph g = infer(R"(
     input x float32 batch,seq,768

@@ -212,9 +212,20 @@ void div_rule(ShapeContext& ctx) {
   }
 }
 
-// Pow's output keeps the base's dtype (the exponent may be an integer).
+// Pow's output keeps the base's dtype (the exponent may be an integer). Constant float
+// powers fold: dinov2's position grid side, int(256 ** 0.5) in the legacy export, is part
+// of a Reshape target that must be known.
 void pow_rule(ShapeContext& ctx) {
-  ctx.set_output(0, ctx.in_dtype(0), broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1)));
+  const Shape out = broadcast(ctx, ctx.in_shape(0), ctx.in_shape(1));
+  const DType t = ctx.in_dtype(0);
+  ctx.set_output(0, t, out);
+  if (is_floating(t)) {
+    fold_floats<2>(ctx, out, [](const double* const* e) -> std::optional<double> {
+      const double r = std::pow(*e[0], *e[1]);
+      if (!std::isfinite(r)) return std::nullopt;
+      return r;
+    });
+  }
 }
 
 template <Fold2 F>

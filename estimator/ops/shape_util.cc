@@ -232,13 +232,24 @@ std::optional<std::vector<int64_t>> const_dims(const Shape& s) {
 
 std::optional<Contents> contents(const ShapeContext& ctx, size_t i) {
   const std::vector<Expr>* v = ctx.in_value(i);
-  if (!v || !ctx.input(i).shape) return std::nullopt;
+  std::shared_ptr<std::vector<Expr>> owned;
+  if (!v) {
+    const std::vector<double>* f = ctx.in_fvalue(i);
+    if (!f) return std::nullopt;
+    owned = std::make_shared<std::vector<Expr>>();
+    for (double x : *f) {
+      if (!std::isfinite(x) || x != std::floor(x) || std::fabs(x) >= 9.2e18) return std::nullopt;
+      owned->push_back(Expr(static_cast<int64_t>(x)));
+    }
+    v = owned.get();
+  }
+  if (!ctx.input(i).shape) return std::nullopt;
   auto dims = const_dims(ctx.in_shape(i));
   if (!dims) return std::nullopt;
   int64_t n = 1;
   for (int64_t d : *dims) n = checked_mul(n, d);
   if (static_cast<size_t>(n) != v->size()) return std::nullopt;
-  return Contents{v, std::move(*dims)};
+  return Contents{v, std::move(*dims), std::move(owned)};
 }
 
 size_t flat_index(const std::vector<int64_t>& dims, const std::vector<int64_t>& idx) {

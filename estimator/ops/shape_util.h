@@ -1,6 +1,7 @@
 // Helpers shared by shape rules: broadcasting, axes, reading shape tensors.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -73,10 +74,13 @@ std::optional<std::vector<double>> const_floats(const ShapeContext& ctx, size_t 
 /// The dims of a shape when every one is a constant.
 std::optional<std::vector<int64_t>> const_dims(const Shape& s);
 /// Known integer contents of input i together with its constant dims (row-major);
-/// nullopt unless both are known and agree in element count.
+/// nullopt unless both are known and agree in element count. Float contents that are
+/// all whole numbers count (a shape cast to float, the -1.0 Funnel's relative
+/// positions start from), as they do for elementwise arithmetic.
 struct Contents {
   const std::vector<Expr>* v;
   std::vector<int64_t> dims;
+  std::shared_ptr<const std::vector<Expr>> owned;  ///< what v points to when made from float contents
 };
 std::optional<Contents> contents(const ShapeContext& ctx, size_t i);
 /// For each element of a tensor of dims `out` (row-major), the flat index of the

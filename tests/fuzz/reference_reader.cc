@@ -24,6 +24,7 @@
 #include "estimator/ops/registry.h"
 #include "frontends/fx_node.h"
 #include "frontends/dynamo_repair.h"
+#include "frontends/merged_initializers.h"
 #include "frontends/scope_repair.h"
 #include "frontends/onnx_reader.h"
 #include "frontends/pystack.h"
