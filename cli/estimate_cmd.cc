@@ -76,6 +76,12 @@ std::function<int()> setup_estimate(CLI::App& app) {
       if (const int64_t fb = a.fallback_bytes.substitute(e.bindings).as_const().value_or(0); fb > 0) {
         std::cerr << "memest: warning: " << fb << " bytes of tensors rest on assumed shapes (see above)\n";
       }
+      if (const WorkspaceExcess x = workspace_excess(a, e.bindings); x.bytes > 0) {
+        std::cerr << "memest: warning: cuDNN's weight-gradient workspace for 3-D convolutions is not predictable from "
+                     "shapes (split-K partial sums); by an envelope over 9 in 10 probed 3-D layers the peak may be up to "
+                  << format_bytes(x.bytes) << " higher, at " << node_label(a, x.node)
+                  << ": leave that margin (--margin), or measure one step\n";
+      }
       std::cout << estimate_text(a, e, o->depth, fit);
     }
     if (!o->timeline.empty()) write_timeline(o->timeline, a, e);

@@ -412,6 +412,11 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   // Bytes of tensors shaped by a fallback (an op memest does not know, a rule that could
   // not decide): 0 when every shape was derived.
   w.field("fallback_bytes", a.fallback_bytes.substitute(e.bindings).as_const().value_or(-1));
+  // What a backward workspace that shapes do not decide (3-D weight gradients) may add
+  // to the peak by its probed envelope, and where: 0 and "" when none.
+  const WorkspaceExcess excess = workspace_excess(a, e.bindings);
+  w.field("workspace_excess_bytes", excess.bytes);
+  w.field("workspace_excess_node", excess.node >= 0 ? node_label(a, excess.node) : std::string());
   w.field("inference_evidence", a.inference_evidence);
   w.field("inference_export", a.inference_export);
   w.field("iteration", e.peak.iter + 1);

@@ -390,4 +390,13 @@ bool may_fit_budget(const Analysis& a, int64_t batch, int64_t budget, std::optio
   }
 }
 
+WorkspaceExcess workspace_excess(const Analysis& a, const Bindings& b) {
+  WorkspaceExcess out;
+  for (const auto& [node, bytes] : a.program.workspace_excess) {
+    const int64_t v = bytes.substitute(b).as_const().value_or(0);
+    if (v > out.bytes) out = {v, node};
+  }
+  return out;
+}
+
 }  // namespace memest

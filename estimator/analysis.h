@@ -67,6 +67,14 @@ struct Estimate {
 
 Estimate estimate(const Analysis& a, int64_t batch, std::optional<int64_t> free_value = std::nullopt);
 
+/// The most an unpredictable backward workspace (Program::workspace_excess) may add to
+/// the peak at these bindings, and the node whose call it is (-1 and 0 bytes: none).
+struct WorkspaceExcess {
+  int64_t bytes = 0;
+  int node = -1;
+};
+WorkspaceExcess workspace_excess(const Analysis& a, const Bindings& b);
+
 struct AllocatorResult;
 /// estimate() from a replay already made under `b` (bind_dims's): an uncapped one, or
 /// a capped one that never released its cache, which until then is the same replay.

@@ -783,9 +783,13 @@ class Builder : public StepMemory {
     for (int b : full) unref(b);
     if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
     if (info && info->bwd_workspace && !eff.empty()) {
-      unref(scratch(info->bwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                        channels_last(eff[0].tensor)),
-                    info->scratch_is_temporary, k));
+      const bool input_grad = eff[0].tensor >= 0 && requires_grad_[eff[0].tensor];
+      const bool cl = channels_last(eff[0].tensor);
+      Workspace ws = info->bwd_workspace(g_, n, eff[0].dtype, input_grad, cl);
+      if (info->bwd_workspace_bound) {
+        prog_.workspace_excess.push_back({k, info->bwd_workspace_bound(g_, n, eff[0].dtype, input_grad, cl).bytes - ws.bytes});
+      }
+      unref(scratch(std::move(ws), info->scratch_is_temporary, k));
     }
     // A convolution's bias gradient sums the output's gradient over every dim but the
     // channels, a CUDA reduction, after the weight's gradient (convprobe-depthwise traces:

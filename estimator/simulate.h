@@ -103,6 +103,10 @@ struct Program {
   const SizeBound& bound_of(int b) const;
   std::vector<std::vector<int>> saved_by_node;  ///< blocks each node keeps for backward
   std::vector<std::string> notes;               ///< assumptions made while building
+  /// (node, bytes): how much more than the program holds an unpredictable backward
+  /// workspace may take, by its op's bwd_workspace_bound (negative where it takes less).
+  /// Workspaces are transient, one call at a time: the peak may rise by the largest.
+  std::vector<std::pair<int, Expr>> workspace_excess;
 };
 
 /// A run of nodes that torch.utils.checkpoint wraps: [first, last] in node order.

@@ -324,6 +324,40 @@ TEST_CASE("conv: a channels-last depthwise layer takes the channels-last envelop
   }
 }
 
+// A dense 3-D layer's weight gradient: the estimate keeps the general envelope; the 3-D
+// probes' envelope (estimator/data/cudnn_model_3d_h200.inc) bounds what cuDNN's split-K
+// may take beyond it, reported beside the peak (workspace_excess).
+TEST_CASE("conv: a 3-D weight gradient's unpredictable split-K workspace is bounded, not estimated") {
+  // fp16: x = 8*8^3*2 = 8,192 B a sample, y = 16*8^3*2 = 16,384 B, w = 16*8*27*2 = 6,912 B.
+  // Estimate (general row {BwdWeight, Dense, half, spatial, 20, 18, 32, 1 MiB}):
+  //   1.25 * 8,192 + 1.125 * 16,384 = 28,672 a sample; 2 * 6,912 + 1,048,576 = 1,062,400.
+  // Bound (3-D row {BwdWeight, Dense, half, spatial, 48, 64, 512, 1 MiB}):
+  //   3 * 8,192 + 4 * 16,384 = 90,112 a sample; 32 * 6,912 + 1,048,576 = 1,269,760.
+  const std::string text =
+      "input x float16 batch,8,8,8,8\nparam w float16 16,8,3,3,3\n"
+      "node Conv x w -> y pads=1,1,1,1,1,1\n";
+  Graph g = infer(text);
+  const Node& n = producer(g, "y");
+  CHECK(shape(g, "y") == "[batch, 16, 8, 8, 8]");
+  CHECK(n.info->bwd_workspace(g, n, DType::F16, true, false).bytes.str() == "28672*batch + 1062400");
+  CHECK(n.info->bwd_workspace_bound(g, n, DType::F16, true, false).bytes.str() == "90112*batch + 1269760");
+  SUBCASE("through the program: the peak may rise by bound - estimate at the layer") {
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    cfg.amp = Amp::None;
+    Analysis a = analyze(read_text_graph("opset 17\n" + text + "output y\n"), AnalysisOptions{.train = cfg});
+    const WorkspaceExcess x = workspace_excess(a, bind_dims(a, 4));
+    CHECK(x.bytes == (90112 - 28672) * 4 + (1269760 - 1062400));
+    REQUIRE(x.node >= 0);
+    CHECK(a.graph.nodes[x.node].op == "Conv");
+  }
+  SUBCASE("a 2-D layer: nothing beyond the estimate") {
+    Graph g2 = infer("input x float16 batch,8,8,8\nparam w float16 16,8,3,3\nnode Conv x w -> y pads=1,1,1,1");
+    const Node& n2 = producer(g2, "y");
+    CHECK(n2.info->bwd_workspace_bound(g2, n2, DType::F16, true, false).bytes.is_zero());
+  }
+}
+
 // A dense 1x1 convolution's weight gradient (conv.cc's pointwise_wgrad): cuDNN's
 // per-sample GEMM (fp32 partials, N * Cin * Cout * 4 B) where it is likely, the NHWC
 // engine's copies (x + y) past the batch where the partials grow too large.

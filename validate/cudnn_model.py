@@ -81,7 +81,7 @@ def _without(events, size):
     return out
 
 
-def load(path, layout="any", minus_bias=False):
+def load(path, layout="any", minus_bias=False, nd=None):
     """[(seed, class, (x, y, w) bytes, (fwd, bwd_data, bwd_weight, bwd_first) bytes)].
     layout: keep only probes whose input was "contiguous" or "channels-last" ("any": all).
     minus_bias: leave out the bias gradient's reduction buffer, which memest models apart
@@ -95,6 +95,8 @@ def load(path, layout="any", minus_bias=False):
                 continue
             c = r["cfg"]
             if layout != "any" and bool(c.get("channels_last")) != (layout == "channels-last"):
+                continue
+            if nd is not None and c["nd"] != nd:
                 continue
             if minus_bias:
                 b = conv_bias_buffer(c, r["out_shape"])
@@ -162,17 +164,24 @@ def main(argv):
                     help="only probes whose input had this layout")
     ap.add_argument("--minus-bias-reduction", action="store_true",
                     help="leave the bias gradient's reduction buffer out of the transients (memest models it apart)")
+    ap.add_argument("--nd", type=int, choices=(1, 2, 3),
+                    help="only probes of this many spatial dimensions; a class without fit probes gets no row")
+    ap.add_argument("--min-probes", type=int, default=1,
+                    help="with --nd: a class with fewer fit probes gets no row (memest falls back to the general rows)")
+    ap.add_argument("--constants", default="0,1",
+                    help="the constants c0 offered, in MiB, comma-separated (default 0,1)")
     ap.add_argument("--wide", action="store_true",
                     help="coefficients up to 32 (channels-last depthwise layers take workspaces of many times x + y)")
     args = ap.parse_args(argv)
-    global SIXTEENTHS
+    global SIXTEENTHS, CONSTANTS
+    CONSTANTS = np.array([int(v) for v in args.constants.split(",")]) << 20
     if args.wide:
         SIXTEENTHS = np.concatenate([SIXTEENTHS, [96, 128, 192, 256, 384, 512]])
     SLACK, FLOOR = args.slack, args.floor
     fit_seeds = {int(v) for v in args.fit_seed.split(",")}
     probes = []
     for src in args.src.split(","):
-        probes += load(src, args.layout, args.minus_bias_reduction)
+        probes += load(src, args.layout, args.minus_bias_reduction, args.nd)
     rows, report = [], []
     total = {c: [0, 0, []] for c in CALLS}
     for ci, call in enumerate(CALLS):
@@ -183,6 +192,9 @@ def main(argv):
                     sel = [q for q in probes if q[1] == cls]
                     fit_set = [q for q in sel if q[0] in fit_seeds]
                     chk = [q for q in sel if q[0] not in fit_seeds]
+                    if args.nd is not None and len(fit_set) < args.min_probes:
+                        report.append("%-10s %-9s %-4s %-9s %d fit probes: no row" % (call, g, p, k, len(fit_set)))
+                        continue
                     if not fit_set:
                         raise SystemExit("cudnn_model: no probe of seed %s of class %s" % (args.fit_seed, cls))
                     t1 = np.array([q[2] for q in fit_set], float)

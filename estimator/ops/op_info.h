@@ -231,6 +231,10 @@ struct OpInfo {
   WorkspaceFn bwd_data_workspace = nullptr;
   /// Scratch of the rest of backward (cuDNN's wgrad), after the other gradients.
   WorkspaceFn bwd_workspace = nullptr;
+  /// Where the library's choice cannot be predicted from shapes (cuDNN's split-K depth for
+  /// 3-D weight gradients): what the backward call may take at most, by a probed envelope.
+  /// The estimate keeps bwd_workspace; the excess over it is reported beside the peak.
+  WorkspaceFn bwd_workspace_bound = nullptr;
   /// The scratch is an ordinary temporary (softmax's grad * result, layer norm's
   /// contiguous copies), not a cuDNN workspace: running out of memory there fails the
   /// step, where cuDNN, refused a workspace, tries its next algorithm. It is computed from
