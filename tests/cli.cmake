@@ -185,6 +185,10 @@ memest_matrix(matrix-blind9b-h200-torch2.11 SETS random17)
 # measured mid-session, left unread, compared once at the session's last change
 # (blind10-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind10-h200-torch2.11 SETS sample16 random18)
+# Session 16's sample (gpu_session16.sh: sample seed 17, random seed 19), measured in
+# session 16, left unread, compared once at session 17's last change
+# (blind11-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind11-h200-torch2.11 SETS sample17 random19)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
