@@ -8,6 +8,7 @@
 #include "cli/fit.h"
 #include "cli/options.h"
 #include "cli/progress.h"
+#include "cli/report.h"
 #include "cli/units.h"
 #include "estimator/parallel.h"
 
@@ -164,6 +165,9 @@ std::function<int()> setup_check(CLI::App& app) {
     const bool ok = fits(a, o->common.batch, budget, std::nullopt, &e);
     const int64_t headroom = budget - e.reserved_bytes;
     const std::string note = profile_note(o->budget, *a.train.target);
+    // cuDNN's 3-D weight gradients may take more than the estimate holds; the exit code
+    // stays the estimate's, the possible excess is told beside it.
+    const WorkspaceExcess excess = workspace_excess(a, e.bindings);
     if (o->common.json) {
       nlohmann::json j = {{"model", a.graph.file},        {"batch", o->common.batch}, {"fits", ok},
                           {"peak_bytes", e.peak.peak_bytes}, {"reserved_bytes", e.reserved_bytes},
@@ -174,6 +178,7 @@ std::function<int()> setup_check(CLI::App& app) {
       if (!note.empty()) j["profile_note"] = note;
       j["parallel"] = parallel_name(a.train.parallel);
       j["world_size"] = a.train.world_size;
+      j["workspace_excess_bytes"] = excess.bytes;
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << (ok ? "fits" : "does not fit") << ": batch " << o->common.batch << ", reserved "
@@ -183,6 +188,12 @@ std::function<int()> setup_check(CLI::App& app) {
       const std::string how = o->budget.describe();
       if (how != format_bytes(budget)) std::cout << "  budget: " << how << "\n";
       if (!note.empty()) std::cout << "  profile: " << note << "\n";
+      if (excess.bytes > 0) {
+        const int64_t left = headroom - excess.bytes;
+        std::cout << "  3-D weight gradients may take up to " << format_bytes(excess.bytes)
+                  << " more (cuDNN's split-K, not predictable from shapes; at " << node_label(a, excess.node)
+                  << "): headroom then " << (left < 0 ? "-" + format_bytes(-left) : format_bytes(left)) << "\n";
+      }
     }
     return ok ? 0 : 1;
   };
