@@ -189,6 +189,10 @@ memest_matrix(matrix-blind10-h200-torch2.11 SETS sample16 random18)
 # session 16, left unread, compared once at session 17's last change
 # (blind11-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind11-h200-torch2.11 SETS sample17 random19)
+# Session 17's sample (gpu_session17.sh: sample seed 18, random seed 20), measured after
+# the session's last change to the estimate, compared once
+# (blind12-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind12-h200-torch2.11 SETS sample18 random20)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
