@@ -14,9 +14,11 @@ a = sys.argv[1:]
 if a[0].endswith("broken.onnx"):
     sys.stderr.write("memest: %%s: unsupported op Foo\n" %% a[0]); sys.exit(2)
 b = int(a[a.index("--batch") + 1])
-factor = float(open(a[0]).read().strip() or "1")
+spec = (open(a[0]).read().split() or ["1"]) + ["0"]
+factor, excess_mib = float(spec[0]), float(spec[1])
 print(json.dumps({"peak_bytes": int(b * 2**20 * factor), "reserved_bytes": int(b * 2**20 * factor * 1.1),
-                  "batch": b, "phase": "backward", "components": {}, "layers": []}))
+                  "batch": b, "phase": "backward", "components": {}, "layers": [],
+                  "workspace_excess_bytes": int(excess_mib * 2**20)}))
 '''
 
 
@@ -35,7 +37,9 @@ class CompareTest(unittest.TestCase):
             f.write(FAKE_MEMEST % sys.executable)
         os.chmod(self.memest, 0o755)
         # the fake "graph" holds the factor the fake memest applies to batch MiB
-        for name, factor in (("exact", "1.0"), ("over", "1.04"), ("under", "0.95"), ("broken", "1")):
+        # "FACTOR EXCESS_MIB": the second, the 3-D workspace bound the fake memest reports
+        for name, factor in (("exact", "1.0"), ("over", "1.04"), ("under", "0.95"), ("broken", "1"),
+                             ("bounded", "0.9 2"), ("beyond", "0.9 0.5")):
             with open(os.path.join(d, name + ".onnx"), "w") as f:
                 f.write(factor)
 
@@ -76,6 +80,22 @@ class CompareTest(unittest.TestCase):
         self.assertAlmostEqual(s["median"], 0.04, places=3)
         # without --enforce the report still exits 0
         self.assertEqual(self.run_compare(rows).returncode, 0)
+
+    def test_the_3d_workspace_bound_is_counted_and_enforced(self):
+        # At batch 16 (16 MiB measured) both estimate 14.4 MiB, 10% under. The bound of 2 MiB
+        # covers the first (16.4 MiB); 0.5 MiB leaves the second 6.9% under (14.9 MiB).
+        rows = [_row("bounded", 16, 16 * 2 ** 20), _row("beyond", 16, 16 * 2 ** 20), _row("exact", 8, 8 * 2 ** 20)]
+        self.run_compare(rows)
+        s = self.summary()
+        self.assertEqual(s["bounded"], 2)
+        self.assertEqual(s["bound_under_2pct"], 1)
+        th = os.path.join(self.tmp.name, "th.json")
+        for allowed, rc in ((1, 0), (0, 1)):
+            with open(th, "w") as f:
+                json.dump({"bar": {}, "regression": {"k": {"bound_under_2pct": allowed}}}, f)
+            p = self.run_compare(rows, "--enforce", "--thresholds", th, "--key", "k")
+            self.assertEqual(p.returncode, rc, p.stdout)
+        self.assertIn("beyond the estimate + the 3-D workspace bound", p.stdout)
 
     def test_memest_failure_is_reported(self):
         p = self.run_compare([_row("exact", 8, 8 * 2 ** 20), _row("broken", 8, 8 * 2 ** 20)], "--enforce")
