@@ -1,0 +1,129 @@
+// Evaluating the program's sized blocks: size switches (cuDNN's engine by the batch) and
+// the CUDA reduction buffers of global pooling and of a convolution's bias gradient.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "estimator/allocator.h"
+#include "estimator/analysis.h"
+#include "frontends/text_reader.h"
+
+namespace memest {
+
+// A workspace whose algorithm depends on the batch (SizeBound::switch_above): its bytes
+// up to the switch, the alternative's past it, chosen when the program is evaluated.
+TEST_CASE("evaluate: a block with a size switch takes the alternative past it") {
+  const SymbolId batch = intern_symbol("batch");
+  Program p;
+  p.blocks.push_back({Expr::symbol(batch) * Expr(4096), 0, Category::Workspace});
+  p.blocks[0].bounded = true;
+  p.bounds.push_back({0, {.switch_above = 40960, .above = Expr::symbol(batch) * Expr(512)}});
+  Bindings b;
+  b.set(batch, 10);  // 40960 B: not past the switch
+  CHECK(block_size(p, 0, b, 512) == 40960);
+  b.set(batch, 11);  // 45056 B would be past it: 11 * 512 = 5632 instead (a multiple of 512)
+  CHECK(block_size(p, 0, b, 512) == 5632);
+}
+
+}  // namespace memest
+
+namespace memest {
+
+// The bytes of the reduction buffers (OpInfo::reduced_axes) that the GlobalAveragePool of
+// `text` allocates in the first iteration, at batch 8.
+std::vector<int64_t> pool_buffers(const char* text) {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(a, 8);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && b.node >= 0 && a.graph.nodes[b.node].op == "GlobalAveragePool" &&
+        b.category == Category::Temporaries) {
+      out.push_back(block_size(a.program, ev.block, e.bindings, 512));
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a global average pool of a channels-last map takes the CUDA reduction's global buffer") {
+  // A channel LayerNorm written with movedim leaves [8, 64, 192, 192] channels-last (the
+  // TorchScript exporter writes movedim(-1, 1) as perm (0, -1, 1, 2)); a ReLU keeps it so.
+  // mean over H, W: 512 outputs innermost, 36,864 inputs each: reduce_kernel_test works
+  // the launch out to a 138,412,032 B buffer (traces21 rnd15_27: 132 MiB, to the byte).
+  for (const char* perm : {"0,-1,1,2", "0,3,1,2"}) {
+    CAPTURE(perm);
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,192,192,64
+node Transpose x -> xt perm=)") + perm + R"( @ln
+node Relu xt -> r @act
+node GlobalAveragePool r -> p @pool
+output p
+)";
+    CHECK(pool_buffers(text.c_str()) == std::vector<int64_t>{138412032});
+  }
+  // The same map contiguous: each block reduces its outputs alone (72 values a thread).
+  CHECK(pool_buffers(R"(
+opset 17
+input x float32 batch,64,192,192
+node Relu x -> r @act
+node GlobalAveragePool r -> p @pool
+output p
+)") == std::vector<int64_t>{0});
+}
+
+}  // namespace memest
+
+namespace memest {
+
+// Bytes of the reduction buffers a Conv node allocates in iteration 0's backward (its
+// bias gradient, OpInfo::bias_grad_is_reduction), at batch 8.
+std::vector<int64_t> bias_buffers(const char* text) {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(a, 8);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
+        a.graph.nodes[b.node].op == "Conv" && b.category == Category::Temporaries && b.bounded) {
+      out.push_back(block_size(a.program, ev.block, e.bindings, 512));
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a convolution's bias gradient on a channels-last map takes the reduction's buffer") {
+  // y = conv(x) is [8, 64, 192, 192] channels-last (its input is); the bias gradient sums
+  // it over N, H, W: 64 outputs innermost, 294,912 inputs each. output_vec 4: dim0 16,
+  // thread limit 128: block (16, 8); 294,912 per thread-column >= min(8 * 16, 256): block.y
+  // splits the inputs (step 8); grid.x = 16 / 16 = 1; target = 132 * (2048 / 128) = 2112;
+  // 36,864 values a thread; ctas = max(min(2112, 2304), 144) = 2112.
+  // 4 B * 64 * 2112 * (16 * 4) = 34,603,008 B.
+  CHECK(bias_buffers(R"(
+opset 17
+input x float32 batch,192,192,64
+param w float32 64,1,1,1
+param b float32 64
+node Transpose x -> xt perm=0,3,1,2 @ln
+node Conv xt w b -> y group=64 @conv
+output y
+)") == std::vector<int64_t>{34603008});
+  // Contiguous: W innermost is reduced, N and (H, W) are two runs (no vectorized loads):
+  // dim0 294,912, dim1 64: block (32, 16); block.x and block.y split the inputs (step
+  // 512); grid.x 64, target 132 * 4 = 528; 576 values a thread; ctas = max(min(9, 36), 3)
+  // = 9: 4 B * 64 * 9 = 2,304 B, 2,560 once rounded to 512.
+  CHECK(bias_buffers(R"(
+opset 17
+input x float32 batch,64,192,192
+param w float32 64,1,1,1
+param b float32 64
+node Conv x w b -> y group=64 @conv
+output y
+)") == std::vector<int64_t>{2560});
+}
+
+}  // namespace memest
