@@ -129,8 +129,38 @@ def draw_depthwise(r):
             "opad": 0, "bias": r.random() < 0.5, "channels_last": r.random() < 0.75}
 
 
+def draw_tconv3d(r):
+    """Transposed 3-D convolutions (dense and grouped, strided and dilated): the one class of
+    3-D layer the weight-gradient bound (estimator/data/cudnn_model_3d_h200.inc) leaves out."""
+    c = draw_conv3d(r)
+    c["transposed"] = True
+    c["dil"] = r.choice([1, 1, 2, 3])
+    if r.random() < 0.3:
+        for g in (2, 4, 8):
+            if c["cin"] % g == 0 and c["cout"] % g == 0 and r.random() < 0.5:
+                c["groups"] = g
+    c["pad"] = r.choice([0, (c["dil"] * (c["k"] - 1)) // 2])
+    c["opad"] = 1 if c["stride"] > 1 and r.random() < 0.5 else 0
+    c["spatial"] = [max(2, s // c["stride"]) for s in c["spatial"]]
+    return c
+
+
+def draw_dilated(r):
+    """Dilated 1-D and 2-D convolutions (dense and grouped, half precision mostly), whose
+    weight gradients took workspaces the 2-D envelope left out (rnd18_81, rnd20_81)."""
+    c = draw(r)
+    while c["transposed"] or c["k"] < 2 or c["nd"] == 3:
+        c = draw(r)
+    c["stride"] = 1
+    c["dil"] = r.choice([2, 3, 4, 6])
+    c["pad"] = (c["dil"] * (c["k"] - 1)) // 2 if r.random() < 0.8 else 0
+    c["dtype"] = r.choice(["float16", "float16", "bfloat16", "float32"])
+    return c
+
+
 FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
-            "channels-last": draw_channels_last, "depthwise": draw_depthwise}
+            "channels-last": draw_channels_last, "depthwise": draw_depthwise,
+            "tconv3d": draw_tconv3d, "dilated": draw_dilated}
 
 
 def _kernels(torch, fn):
