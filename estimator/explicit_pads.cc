@@ -2,6 +2,7 @@
 #include "estimator/explicit_pads.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,11 +10,48 @@
 namespace memest {
 namespace {
 
+// The kernel's spatial extent per axis: the attribute, else the weight's dims 2...
+std::vector<int64_t> kernel_extent(const Graph& g, const Node& n) {
+  std::vector<int64_t> k = n.attr_ints("kernel_shape");
+  if (!k.empty() || !n.has_input(1)) return k;
+  const std::optional<Shape>& w = g.tensors[n.inputs[1]].shape;
+  if (!w) return {};
+  for (size_t i = 2; i < w->size(); ++i) {
+    const std::optional<int64_t> d = (*w)[i].as_const();
+    if (!d) return {};
+    k.push_back(*d);
+  }
+  return k;
+}
+
+// `auto_pad` SAME_UPPER / SAME_LOWER as explicit pads. At stride 1 an axis's total
+// padding is dilation * (kernel - 1) whatever its size, the odd unit at the end (UPPER)
+// or the beginning (LOWER): the legacy exporter writes SAME_UPPER for PyTorch's
+// `padding="same"`, whose aten::_convolution_mode pads (0, 1) with constant_pad_nd when
+// the total is odd. Empty when another stride makes the total depend on the size.
+std::vector<int64_t> same_pads(const Graph& g, const Node& n, const std::string& auto_pad) {
+  const std::vector<int64_t> k = kernel_extent(g, n);
+  if (k.empty()) return {};
+  const size_t axes = k.size();
+  const std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(axes, 1));
+  const std::vector<int64_t> dil = n.attr_ints("dilations", std::vector<int64_t>(axes, 1));
+  if (strides.size() != axes || dil.size() != axes) return {};
+  std::vector<int64_t> pads(2 * axes, 0);
+  for (size_t i = 0; i < axes; ++i) {
+    if (strides[i] != 1 || k[i] < 1) return {};
+    const int64_t total = dil[i] * (k[i] - 1), low = total / 2, high = total - low;
+    pads[i] = auto_pad == "SAME_LOWER" ? high : low;
+    pads[i + axes] = auto_pad == "SAME_LOWER" ? low : high;
+  }
+  return pads;
+}
+
 // The spatial axes' pads [b1..bn, e1..en] when they are asymmetric somewhere, else empty.
-std::vector<int64_t> asymmetric_pads(const Node& n) {
+std::vector<int64_t> asymmetric_pads(const Graph& g, const Node& n) {
   if (n.op != "Conv" || !n.domain.empty() || n.dead || !n.has_input(0)) return {};
-  if (n.attr_string("auto_pad", "NOTSET") != "NOTSET") return {};
-  const auto pads = n.attr_ints("pads");
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") return {};
+  const auto pads = auto_pad == "NOTSET" ? n.attr_ints("pads") : same_pads(g, n, auto_pad);
   if (pads.empty() || pads.size() % 2 != 0) return {};
   const size_t axes = pads.size() / 2;
   bool asymmetric = false;
@@ -24,18 +62,30 @@ std::vector<int64_t> asymmetric_pads(const Node& n) {
   return asymmetric ? pads : std::vector<int64_t>{};
 }
 
+// The convolution after its Pad: explicit zero pads, no auto_pad.
+void pad_nothing(Node& conv, size_t count) {
+  Attribute& pads = conv.attrs["pads"];
+  pads.kind = Attribute::Ints;
+  pads.ints.assign(count, 0);
+  if (conv.attr("auto_pad")) {
+    Attribute& mode = conv.attrs["auto_pad"];
+    mode.kind = Attribute::String;
+    mode.s = "NOTSET";
+  }
+}
+
 }  // namespace
 
 int split_asymmetric_pads(Graph& g) {
   bool any = false;
-  for (const Node& n : g.nodes) any |= !asymmetric_pads(n).empty();
+  for (const Node& n : g.nodes) any |= !asymmetric_pads(g, n).empty();
   if (!any) return 0;
   int split = 0;
   std::map<std::pair<int, std::vector<int64_t>>, int> padded_of;
   std::vector<Node> nodes;
   nodes.reserve(g.nodes.size());
   for (Node& conv : g.nodes) {
-    const std::vector<int64_t> pads = asymmetric_pads(conv);
+    const std::vector<int64_t> pads = asymmetric_pads(g, conv);
     if (pads.empty()) {
       nodes.push_back(std::move(conv));
       continue;
@@ -53,7 +103,7 @@ int split_asymmetric_pads(Graph& g) {
     auto [at, fresh] = padded_of.try_emplace({conv.inputs[0], pads}, -1);
     if (!fresh) {
       conv.inputs[0] = at->second;
-      conv.attrs["pads"].ints.assign(pads.size(), 0);
+      pad_nothing(conv, pads.size());
       nodes.push_back(std::move(conv));
       ++split;
       continue;
@@ -83,7 +133,7 @@ int split_asymmetric_pads(Graph& g) {
     pad.attrs.emplace("mode", std::move(mode));
     at->second = padded;
     conv.inputs[0] = padded;
-    conv.attrs["pads"].ints.assign(pads.size(), 0);
+    pad_nothing(conv, pads.size());
     nodes.push_back(std::move(pad));
     nodes.push_back(std::move(conv));
     ++split;

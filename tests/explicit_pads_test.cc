@@ -64,18 +64,62 @@ TEST_CASE("explicit pads: an asymmetric Conv padding becomes a Pad before it, on
   CHECK(testing::shape(g, "yc") == "[batch, 4, 2, 2]");
 }
 
-TEST_CASE("explicit pads: symmetric padding, auto_pad and ConvTranspose are left alone") {
+TEST_CASE("explicit pads: symmetric padding, auto_pad SAME of an odd extent or a stride, and ConvTranspose are left alone") {
   Graph g = read_text_graph(R"(
 opset 18
 input x float32 batch,3,8,8
 param a.weight float32 4,3,3,3
+param s.weight float32 4,4,3,3
+param d.weight float32 4,4,2,2
 param t.weight float32 4,4,2,2
 node Conv x a.weight -> y pads=1,1,1,1 @a
-node ConvTranspose y t.weight -> z pads=0,0,1,1 strides=2,2 @t
+node Conv y s.weight -> ys auto_pad="SAME_UPPER" @s
+node Conv ys d.weight -> yd auto_pad="SAME_UPPER" strides=2,2 @d
+node ConvTranspose yd t.weight -> z pads=0,0,1,1 strides=2,2 @t
 output z
 )");
   CHECK(split_asymmetric_pads(g) == 0);
-  CHECK(g.nodes.size() == 2);
+  CHECK(g.nodes.size() == 4);
+}
+
+TEST_CASE("explicit pads: auto_pad SAME of an even extent at stride 1 is PyTorch's padding='same' padded first") {
+  // The legacy exporter writes `nn.Conv2d(96, 24, 2, padding="same")` as auto_pad
+  // SAME_UPPER; aten's _convolution_mode pads (0, 1) per axis with constant_pad_nd first
+  // (traces25 rnd20_81: a [16, 96, 129, 129] fp32 block in the convolution's forward).
+  // Kernel 2 with dilation 3 pads 3 in all: 1 before and 2 after (SAME_LOWER: 2 and 1).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,3,8,8
+param u.weight float32 4,3,2,2
+param l.weight float32 4,4,2,3
+node Conv x u.weight -> yu auto_pad="SAME_UPPER" @u
+node Conv yu l.weight -> yl auto_pad="SAME_LOWER" dilations=3,1 @l
+output yl
+)");
+  CHECK(split_asymmetric_pads(g) == 2);
+  verify_and_sort(g);
+  infer_shapes(g);
+  for (const Node& n : g.nodes) {
+    if (n.op != "Conv") continue;
+    CHECK(n.attr_string("auto_pad", "NOTSET") == "NOTSET");
+    CHECK(n.attr_ints("pads") == std::vector<int64_t>{0, 0, 0, 0});
+  }
+  const Node& u = testing::producer(g, "yu");
+  const Node& l = testing::producer(g, "yl");
+  CHECK(g.nodes[g.tensors[u.inputs[0]].producer].op == "Pad");
+  // The amounts: axes (batch, channel, h, w), all begins then all ends.
+  auto amounts = [&](const Node& conv) {
+    const Node& pad = g.nodes[g.tensors[conv.inputs[0]].producer];
+    std::vector<int64_t> v;
+    for (const Expr& e : *g.tensors[pad.inputs[1]].value) v.push_back(e.as_const().value_or(-1));
+    return v;
+  };
+  CHECK(amounts(u) == std::vector<int64_t>{0, 0, 0, 0, 0, 0, 1, 1});
+  CHECK(amounts(l) == std::vector<int64_t>{0, 0, 2, 1, 0, 0, 1, 1});
+  CHECK(shape_str(*g.tensors[u.inputs[0]].shape) == "[batch, 3, 9, 9]");
+  CHECK(testing::shape(g, "yu") == "[batch, 4, 8, 8]");  // "same": the size is kept
+  CHECK(shape_str(*g.tensors[l.inputs[0]].shape) == "[batch, 4, 11, 10]");
+  CHECK(testing::shape(g, "yl") == "[batch, 4, 8, 8]");
 }
 
 TEST_CASE("explicit pads: the padded tensor is allocated, and is what the convolution keeps") {
