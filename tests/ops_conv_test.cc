@@ -351,6 +351,25 @@ TEST_CASE("conv: a 3-D weight gradient's unpredictable split-K workspace is boun
     REQUIRE(x.node >= 0);
     CHECK(a.graph.nodes[x.node].op == "Conv");
   }
+  SUBCASE("transposed 3-D layers, dense and grouped, by their own envelope; depthwise ones not") {
+    // x [batch, 16, 4, 4, 4] fp16 = 2,048 B a sample, y [batch, 8, 8, 8, 8] = 8,192 B.
+    // Dense, w [16, 8, 2, 2, 2] = 2,048 B, row {BwdWeight, Dense, half, spatial, 96, 64, 384, 0}
+    // of cudnn_model_3d_tconv_h200.inc: 6 * 2,048 + 4 * 8,192 = 45,056 a sample, 24 * 2,048.
+    // Grouped (2), w [16, 4, 2, 2, 2] = 1,024 B, row {..., Grouped, half, spatial, 384, 256,
+    // 384, 1 MiB}: 24 * 2,048 + 16 * 8,192 = 180,224 a sample; 24 * 1,024 + 1,048,576.
+    Graph gt = infer(
+        "input x float16 batch,16,4,4,4\nparam d float16 16,8,2,2,2\nparam q float16 16,4,2,2,2\n"
+        "param e float16 16,1,2,2,2\nnode ConvTranspose x d -> yd strides=2,2,2\n"
+        "node ConvTranspose x q -> yq strides=2,2,2 group=2\nnode ConvTranspose x e -> ye strides=2,2,2 group=16");
+    CHECK(shape(gt, "yd") == "[batch, 8, 8, 8, 8]");
+    CHECK(shape(gt, "yq") == "[batch, 8, 8, 8, 8]");
+    const Node& d = producer(gt, "yd");
+    const Node& q = producer(gt, "yq");
+    const Node& e = producer(gt, "ye");
+    CHECK(d.info->bwd_workspace_bound(gt, d, DType::F16, true, false).bytes.str() == "45056*batch + 49152");
+    CHECK(q.info->bwd_workspace_bound(gt, q, DType::F16, true, false).bytes.str() == "180224*batch + 1073152");
+    CHECK(e.info->bwd_workspace_bound(gt, e, DType::F16, true, false).bytes.is_zero());
+  }
   SUBCASE("a 2-D layer: nothing beyond the estimate") {
     Graph g2 = infer("input x float16 batch,8,8,8\nparam w float16 16,8,3,3\nnode Conv x w -> y pads=1,1,1,1");
     const Node& n2 = producer(g2, "y");
