@@ -46,7 +46,10 @@ std::vector<int64_t> same_pads(const Graph& g, const Node& n, const std::string&
   return pads;
 }
 
-// The spatial axes' pads [b1..bn, e1..en] when they are asymmetric somewhere, else empty.
+// The pads [b1..bn, e1..en] of the spatial axes that an explicit Pad before the
+// convolution made: all of them when they are asymmetric somewhere (PyTorch pads
+// symmetrically inside a convolution), those beyond the call's own padding when the
+// exporter folded a Pad in (call_pads, onnx_reader.cc), else empty.
 std::vector<int64_t> asymmetric_pads(const Graph& g, const Node& n) {
   if (n.op != "Conv" || !n.domain.empty() || n.dead || !n.has_input(0)) return {};
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -54,19 +57,36 @@ std::vector<int64_t> asymmetric_pads(const Graph& g, const Node& n) {
   const auto pads = auto_pad == "NOTSET" ? n.attr_ints("pads") : same_pads(g, n, auto_pad);
   if (pads.empty() || pads.size() % 2 != 0) return {};
   const size_t axes = pads.size() / 2;
-  bool asymmetric = false;
   for (size_t i = 0; i < axes; ++i) {
     if (pads[i] < 0 || pads[i + axes] < 0) return {};
-    asymmetric |= pads[i] != pads[i + axes];
   }
+  // A Pad the dynamo exporter folded in: what exceeds the call's own padding.
+  if (const std::vector<int64_t> call = n.attr_ints("call_pads"); call.size() == axes) {
+    std::vector<int64_t> extra(2 * axes);
+    bool any = false;
+    for (size_t i = 0; i < axes; ++i) {
+      extra[i] = pads[i] - call[i];
+      extra[i + axes] = pads[i + axes] - call[i];
+      if (extra[i] < 0 || extra[i + axes] < 0) return {};
+      any |= extra[i] > 0 || extra[i + axes] > 0;
+    }
+    return any ? extra : std::vector<int64_t>{};
+  }
+  bool asymmetric = false;
+  for (size_t i = 0; i < axes; ++i) asymmetric |= pads[i] != pads[i + axes];
   return asymmetric ? pads : std::vector<int64_t>{};
 }
 
-// The convolution after its Pad: explicit zero pads, no auto_pad.
+// The convolution after its Pad: the call's own padding (none but a folded Pad's
+// convolution's), no auto_pad.
 void pad_nothing(Node& conv, size_t count) {
+  const std::vector<int64_t> call = conv.attr_ints("call_pads");
   Attribute& pads = conv.attrs["pads"];
   pads.kind = Attribute::Ints;
   pads.ints.assign(count, 0);
+  if (call.size() * 2 == count) {
+    for (size_t i = 0; i < call.size(); ++i) pads.ints[i] = pads.ints[i + call.size()] = call[i];
+  }
   if (conv.attr("auto_pad")) {
     Attribute& mode = conv.attrs["auto_pad"];
     mode.kind = Attribute::String;

@@ -34,9 +34,8 @@ std::string_view enclosed(std::string_view s, std::string_view marker, char open
   return {};
 }
 
-}  // namespace
-
-std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, std::string_view keyword) {
+// The text of the positional argument at `position` ("" when the call has fewer).
+std::string_view positional(std::string_view fx_node, size_t position) {
   // Top-level commas split the positional arguments; nested (), [] and {} do not.
   const std::string_view args = enclosed(fx_node, "args = ", '(', ')');
   size_t index = 0, start = 0;
@@ -46,15 +45,46 @@ std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, s
     if (c == '(' || c == '[' || c == '{') ++depth;
     if (c == ')' || c == ']' || c == '}') --depth;
     if (c != ',' || depth != 0) continue;
-    if (index++ == position) return number(args.substr(start, i - start));
+    if (index++ == position) return trim(args.substr(start, i - start));
     start = i + 1;
   }
+  return {};
+}
+
+}  // namespace
+
+std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, std::string_view keyword) {
+  if (const std::string_view arg = positional(fx_node, position); !arg.empty()) return number(arg);
   const std::string_view kwargs = enclosed(fx_node, "kwargs = ", '{', '}');
   const std::string key = std::string(keyword) + ": ";
   const size_t at = kwargs.find(key);
   if (keyword.empty() || at == std::string_view::npos) return std::nullopt;
   const std::string_view rest = kwargs.substr(at + key.size());
   return number(rest.substr(0, rest.find(',')));
+}
+
+std::optional<std::vector<int64_t>> fx_int_list_arg(std::string_view fx_node, size_t position) {
+  std::string_view arg = positional(fx_node, position);
+  if (arg.size() < 2 || arg.front() != '[' || arg.back() != ']') return std::nullopt;
+  arg = arg.substr(1, arg.size() - 2);
+  std::vector<int64_t> out;
+  while (!arg.empty()) {
+    const size_t comma = arg.find(',');
+    const std::optional<double> v = number(arg.substr(0, comma));
+    if (!v || *v != static_cast<double>(static_cast<int64_t>(*v))) return std::nullopt;
+    out.push_back(static_cast<int64_t>(*v));
+    if (comma == std::string_view::npos) break;
+    arg.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> fx_conv_padding(std::string_view fx_node) {
+  for (std::string_view call : {"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
+                                "aten.convolution.default"}) {
+    if (fx_node.find(call) != std::string_view::npos) return fx_int_list_arg(fx_node, 4);
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string_view> fx_value_args(std::string_view fx_node) {

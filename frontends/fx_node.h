@@ -4,6 +4,7 @@
 // ONNX graph (the exporter's scaled_dot_product_attention drops dropout_p); they are read here.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,14 @@ namespace memest {
 /// The numeric argument of the FX call at `position` (0-based, positional) or named
 /// `keyword`; nullopt when the call has neither or it is not a number (a %tensor, None).
 std::optional<double> fx_number_arg(std::string_view fx_node, size_t position, std::string_view keyword);
+
+/// The list-of-integers argument of the FX call at `position` ("[0, 0]" of a conv2d's
+/// padding); nullopt when absent or not such a list (a string, a %tensor, None).
+std::optional<std::vector<int64_t>> fx_int_list_arg(std::string_view fx_node, size_t position);
+
+/// A convolution's padding as its FX call gave it (aten.conv1d/2d/3d and aten.convolution:
+/// the 5th argument); nullopt for another call or a string padding ("same").
+std::optional<std::vector<int64_t>> fx_conv_padding(std::string_view fx_node);
 
 /// The FX values the call takes (the `%name`s of its args and kwargs), in order: the
 /// graph signature's placeholders among them (`%p_fc_weight`) name the parameters it reads.

@@ -122,6 +122,40 @@ output yl
   CHECK(testing::shape(g, "yl") == "[batch, 4, 8, 8]");
 }
 
+TEST_CASE("explicit pads: a Pad the dynamo exporter folded into a symmetric Conv padding comes back out") {
+  // onnx_reader.cc marks a Conv the rewriter's FuseConvPad rule made with its call's own
+  // padding (call_pads): pads 1 on each side, the call 0 (timm's BlurPool2d), and pads 3
+  // around a call of 1 (a Pad of 2 before a padded convolution). Without call_pads the
+  // same symmetric pads are the convolution's own.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4,8,8
+param b.filt float32 4,1,3,3
+param c.weight float32 4,4,3,3
+param d.weight float32 4,4,3,3
+node Conv x b.filt -> yb pads=1,1,1,1 strides=2,2 group=4 call_pads=0,0 @b
+node Conv yb c.weight -> yc pads=3,3,3,3 call_pads=1,1 @c
+node Conv yc d.weight -> yd pads=1,1,1,1 @d
+output yd
+)");
+  CHECK(split_asymmetric_pads(g) == 2);
+  verify_and_sort(g);
+  infer_shapes(g);
+  const Node& b = testing::producer(g, "yb");
+  const Node& c = testing::producer(g, "yc");
+  const Node& d = testing::producer(g, "yd");
+  CHECK(b.attr_ints("pads") == std::vector<int64_t>{0, 0, 0, 0});
+  CHECK(c.attr_ints("pads") == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(d.attr_ints("pads") == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(g.nodes[g.tensors[b.inputs[0]].producer].op == "Pad");
+  CHECK(g.nodes[g.tensors[c.inputs[0]].producer].op == "Pad");
+  CHECK(g.nodes[g.tensors[d.inputs[0]].producer].op == "Conv");
+  CHECK(shape_str(*g.tensors[b.inputs[0]].shape) == "[batch, 4, 10, 10]");
+  CHECK(testing::shape(g, "yb") == "[batch, 4, 4, 4]");  // (10 - 3) / 2 + 1
+  CHECK(shape_str(*g.tensors[c.inputs[0]].shape) == "[batch, 4, 8, 8]");
+  CHECK(testing::shape(g, "yc") == "[batch, 4, 8, 8]");  // (8 + 2 - 3) + 1
+}
+
 TEST_CASE("explicit pads: the padded tensor is allocated, and is what the convolution keeps") {
   TrainConfig cfg;
   cfg.loss = Loss::Sum;

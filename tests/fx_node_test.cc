@@ -50,3 +50,26 @@ TEST_CASE("fx_node: the call's own name") {
   CHECK(fx_call_name("layer_norm_1 : no percent sign").empty());
   CHECK(fx_call_name("%no_colon").empty());
 }
+
+TEST_CASE("fx_node: a convolution's own padding, which a Pad the exporter folded in adds to") {
+  // timm's BlurPool2d in st_mobilenetv4_conv_blur_medium (torch 2.11 dynamo export): the
+  // Conv's ONNX pads are [1, 1, 1, 1], the call's own padding [0, 0] (the rest was F.pad).
+  const char* blur =
+      "%conv2d_2 : [num_users=1] = call_function[target=torch.ops.aten.conv2d.default](args = "
+      "(%pad, %b_blocks_0_0_aa_filt, None, [2, 2], [0, 0], [1, 1], 128), kwargs = {})";
+  CHECK(fx_conv_padding(blur) == std::vector<int64_t>{0, 0});
+  CHECK(fx_int_list_arg(blur, 3) == std::vector<int64_t>{2, 2});
+  CHECK(fx_int_list_arg(blur, 6) == std::nullopt);  // 128: a number, not a list
+  CHECK(fx_int_list_arg(blur, 2) == std::nullopt);  // None
+  CHECK(fx_int_list_arg("f(args = (%x, [], [3]), kwargs = {})", 1) == std::vector<int64_t>{});
+  CHECK(fx_int_list_arg("f(args = (%x, [], [3]), kwargs = {})", 2) == std::vector<int64_t>{3});
+  CHECK(fx_int_list_arg("f(args = (%x, [1.5]), kwargs = {})", 1) == std::nullopt);
+  // aten.convolution: padding is the 5th argument too.
+  CHECK(fx_conv_padding("%c : [num_users=1] = call_function[target=torch.ops.aten.convolution.default](args = "
+                        "(%x, %w, None, [1], [3], [1], False, [0], 1), kwargs = {})") == std::vector<int64_t>{3});
+  // A string padding ("same") and other calls: nothing.
+  CHECK(fx_conv_padding("%c : [num_users=1] = call_function[target=torch.ops.aten.conv2d.padding](args = "
+                        "(%x, %w, None, [1, 1], same), kwargs = {})") == std::nullopt);
+  CHECK(fx_conv_padding("%m : [num_users=1] = call_function[target=torch.ops.aten.max_pool2d.default](args = "
+                        "(%x, [3, 3], [2, 2], [1, 1]), kwargs = {})") == std::nullopt);
+}
