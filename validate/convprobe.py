@@ -158,9 +158,35 @@ def draw_dilated(r):
     return c
 
 
+def draw_conv1d_long(r):
+    """1-D convolutions with long kernels (8 to 128 taps), dense and grouped: wav2letter's
+    kernel-32 layers (-11% to -37%) and wav2vec2's positional convolution (kernel 128, 16
+    groups) are past the kernels the general probes reached (7)."""
+    cin = r.choice([32, 64, 128, 250, 256, 512, 768, 1024])
+    cout = r.choice([32, 64, 128, 256, 512, 768, 1024, 2000])
+    k = r.choice([8, 10, 11, 16, 25, 32, 48, 64, 80, 128])
+    stride = r.choice([1, 1, 1, 2, 4, 5])
+    dil = r.choice([1, 1, 1, 2]) if stride == 1 else 1
+    groups = 1
+    if r.random() < 0.35:
+        for g in (16, 8, 4, 2):
+            if cin % g == 0 and cout % g == 0 and r.random() < 0.6:
+                groups = g
+                break
+    size = r.choice([50, 128, 250, 500, 1000, 1600, 4000, 16000])
+    size = max(size, dil * (k - 1) + 1)
+    pad = (dil * (k - 1)) // 2 if r.random() < 0.6 else 0
+    per_sample = max(cin, cout) * size
+    n = min(max(1, int(2 ** 27 // per_sample)), r.choice([1, 2, 4, 8, 16, 32, 64]))
+    return {"nd": 1, "transposed": False, "n": n, "cin": cin, "cout": cout, "spatial": [size], "k": k,
+            "stride": stride, "pad": pad, "dil": dil, "groups": groups,
+            "dtype": r.choice(["float32", "float16", "bfloat16"]), "opad": 0, "bias": r.random() < 0.5}
+
+
 FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise,
-            "tconv3d": draw_tconv3d, "dilated": draw_dilated}
+            "tconv3d": draw_tconv3d, "dilated": draw_dilated,
+            "conv1d-long": draw_conv1d_long}
 
 
 def _kernels(torch, fn):
