@@ -104,6 +104,45 @@ bool Fuser::broadcast_heads(int q, int key) const {
   return hq != hk && hk == Expr(1);
 }
 
+// Whether tensor t's values follow from a graph input's or a parameter's values, not
+// from shapes and constants alone. A mask that does not is the same all-ones or causal
+// mask whatever the batch holds, which the exporter traced but transformers drop at run
+// time (_prepare_4d_attention_mask_for_sdpa returns None for an all-ones mask, a causal
+// one becomes is_causal): scaled_dot_product_attention never sees it. One pass over the
+// sorted nodes, on first use.
+bool Fuser::carries_data(int t) {
+  if (carries_data_.empty()) {
+    carries_data_.assign(g_.tensors.size(), 0);
+    for (size_t i = 0; i < g_.tensors.size(); ++i) {
+      const TensorKind kind = g_.tensors[i].kind;
+      carries_data_[i] = kind == TensorKind::Input || kind == TensorKind::Parameter;
+    }
+    for (const Node& n : g_.nodes) {
+      if (n.dead || n.op == "Shape" || n.op == "Size") continue;
+      int8_t any = 0;
+      for (int in : n.inputs) any |= in >= 0 && carries_data_[in];
+      for (int out : n.outputs) {
+        if (out >= 0) carries_data_[out] |= any;
+      }
+    }
+  }
+  return t >= 0 && static_cast<size_t>(t) < carries_data_.size() && carries_data_[t];
+}
+
+// The mask the call sees at run time: a traced all-ones or causal mask added to a bias
+// that carries data (BEiT's relative position bias plus transformers' extended mask,
+// [batch, heads, T, T] in the graph) is the bias alone at run time ([1, heads, T, T]).
+int Fuser::mask_as_run(int t) {
+  for (int guard = 0; guard < 8; ++guard) {
+    const Node* p = producer(t);
+    if (!p || p->op != "Add" || p->inputs.size() != 2) break;
+    const bool a = carries_data(p->inputs[0]), b = carries_data(p->inputs[1]);
+    if (a == b) break;
+    t = a ? p->inputs[0] : p->inputs[1];
+  }
+  return t;
+}
+
 // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [NaN guard] [Dropout] -> MatMul(., v).
 void Fuser::attention(int k) {
   Node& sm = g_.nodes[k];
@@ -176,13 +215,20 @@ void Fuser::attention(int k) {
         value = v_src;
       }
       std::vector<int> inputs = {q, key, value};
-      if (mask >= 0) inputs.push_back(mask);
+      const int run_mask = mask >= 0 ? mask_as_run(mask) : -1;
+      const bool mask_kept = run_mask >= 0 && carries_data(run_mask);
+      if (mask >= 0) inputs.push_back(mask_kept ? run_mask : mask);
       int last = c;
       replace(last, "Attention", inputs, dead);
       Attribute ratio;
       ratio.kind = Attribute::Float;
       ratio.f = dropout;
       g_.nodes[last].attrs["dropout"] = ratio;
+      if (mask_kept) {
+        Attribute kept;
+        kept.i = 1;
+        g_.nodes[last].attrs["mask_kept"] = kept;
+      }
       if (gqa) {
         Attribute grouped;
         grouped.i = 1;

@@ -195,6 +195,8 @@ class Fuser {
   int transpose_via_3d(int kt, std::vector<int>& dead);
   int repeat_kv_source(int t, std::vector<int>& chain);
   bool broadcast_heads(int q, int key) const;
+  bool carries_data(int t);
+  int mask_as_run(int t);
 
   Graph& g_;
   int count_ = 0;
@@ -202,6 +204,7 @@ class Fuser {
   std::vector<int64_t> use_sum_;  // sum of the indices of the nodes using it
   std::vector<int> fused_into_;   // per node a rewrite killed: the fused node that replaced it
   bool relink_each_time_ = false;
+  std::vector<int8_t> carries_data_;  // per tensor, made on first use (carries_data)
 };
 
 }  // namespace memest

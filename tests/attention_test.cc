@@ -2,6 +2,8 @@
 // the backend scaled_dot_product_attention picks by dtype.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "estimator/analysis.h"
@@ -207,4 +209,83 @@ output o
   // Without the call the strided bias sends it to math: the output, then what math keeps,
   // q * sqrt(scale) and k (512 B each, fp32), the softmax [2, 2, 4, 4] (256 B) and v (512 B).
   CHECK(allocs(false) == std::vector<int64_t>{512, 512, 512, 256, 512});
+}
+
+// A mask scaled_dot_product_attention sees is kept to backward by the fused kernels
+// (sdpa-mask-lifetime-h200-torch2.11.jsonl: in all 268 configurations a mask the caller
+// dropped stayed allocated after forward). Masks the exporter traced but no run sees
+// (transformers' all-ones and causal masks, made from shapes and constants) stay out; a
+// bias that carries data plus such a mask is the bias alone at run time.
+TEST_CASE("attention: a mask that carries data is kept to backward; a traced constant one is not") {
+  auto graph = [](const std::string& mask_nodes) {
+    return std::string(R"(
+opset 17
+input x float32 batch,2,4,8
+input tok int64 batch,1,1,4
+param gain float32 1
+param rel float32 1,2,4,4
+const s float32 - = 0.5946
+const zero int64 - = 0
+const ninf float32 - = -1000000000
+const traced float32 1,1,4,4 = 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0
+node Mul x gain -> q @attn
+node Mul rel gain -> bias @maskmod
+)") + mask_nodes + R"(
+node Mul q s -> qs @attn
+node Transpose q -> kt perm=0,1,3,2 @attn
+node Mul kt s -> kts @attn
+node MatMul qs kts -> scores @attn
+node Add scores mask -> biased @attn
+node Softmax biased -> p axis=-1 @attn
+node MatMul p q -> o @attn
+output o
+)";
+  };
+  // The phase in which iteration 0 frees the block node `module`/`op` allocated in its forward.
+  auto freed_in = [](const Analysis& a, const char* module, const char* op) {
+    std::vector<int> mine;
+    for (size_t b = 0; b < a.program.blocks.size(); ++b) {
+      const int k = a.program.blocks[b].node;
+      if (k >= 0 && a.graph.nodes[k].module == module && a.graph.nodes[k].op == op) mine.push_back(static_cast<int>(b));
+    }
+    for (const Event& ev : a.program.events) {
+      if (ev.kind == Event::Free && ev.iter == 0 && std::find(mine.begin(), mine.end(), ev.block) != mine.end()) {
+        return ev.phase;
+      }
+    }
+    return Phase::Setup;
+  };
+  auto attention = [](const Analysis& a) -> const Node& {
+    for (const Node& n : a.graph.nodes) {
+      if (!n.dead && n.op == "Attention") return n;
+    }
+    FAIL("no Attention");
+    return a.graph.nodes[0];
+  };
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  SUBCASE("a padding mask from the tokens over a bias from a parameter (rnd20_127's layers)") {
+    Analysis a = analyze(read_text_graph(graph("node Equal tok zero -> pad @maskmod\n"
+                                               "node Where pad ninf bias -> mask @maskmod")), o);
+    const Node& att = attention(a);
+    CHECK(att.attr_int("mask_kept", 0) == 1);
+    CHECK(a.graph.tensors[att.inputs[3]].name == "mask");
+    CHECK(freed_in(a, "maskmod", "Where") == Phase::Backward);
+  }
+  SUBCASE("a bias plus a constant mask: the bias alone is what the run keeps") {
+    Analysis a = analyze(read_text_graph(graph("node Add bias traced -> mask @maskmod")), o);
+    const Node& att = attention(a);
+    CHECK(att.attr_int("mask_kept", 0) == 1);
+    CHECK(a.graph.tensors[att.inputs[3]].name == "bias");
+    CHECK(freed_in(a, "maskmod", "Mul") == Phase::Backward);
+  }
+  SUBCASE("a mask from constants and shapes alone: traced, dropped at run time") {
+    Analysis a = analyze(read_text_graph(graph("node Shape tok -> tshape @maskmod\n"
+                                               "node ConstantOfShape tshape -> tz @maskmod\n"
+                                               "node Cast tz -> tf to=1 @maskmod\n"
+                                               "node Add tf traced -> mask @maskmod")), o);
+    const Node& att = attention(a);
+    CHECK(att.attr_int("mask_kept", 0) == 0);
+    CHECK(freed_in(a, "maskmod", "Add") == Phase::Forward);
+  }
 }

@@ -128,11 +128,22 @@ bool permuted_lookup_made_contiguous(const Graph& g, int t, const std::vector<st
 // (sdpa-choice-h200-torch2.11.jsonl) shows its self-attention on the math backend and its
 // cross-attention (a contiguous bias) on a fused kernel, and the random sets' permuted
 // biases on math in fp32 and fp16 alike; every call with a contiguous mask was fused.
+//
+// The fused kernels keep the mask for backward, the caller's reference dropped or not
+// (derivatives.yaml: the efficient and cuDNN backward take attn_bias). `validate
+// sdpa-probe --mask-lifetime` (sdpa-mask-lifetime-h200-torch2.11.jsonl, 268
+// configurations): a mask made for the call alone cost its numel x q's element size
+// after forward in every one, boolean masks converted, float ones autocast-cast;
+// traces25 rnd20_127: each layer's masked_fill'd bias alive to its backward. The
+// exporters' traces also hold masks no run sees (fuse_attention.cc's carries_data):
+// those stay out (mask_kept unset).
 const OpInfo* attention_backend(const Graph& g, const Node& n, const Dispatch& d) {
   static const OpInfo* const math = find_op("memest", "AttentionMath");
+  static const OpInfo* const keeps_mask = find_op("memest", "AttentionKeepsMask");
   if (n.attr_int("broadcast_heads", 0) == 1) return math;
   if (!d.last_dim_contiguous(g, n, 3) && !permuted_lookup_made_contiguous(g, n.inputs[3], *d.layouts)) return math;
-  return d.run == DType::F32 && n.attr_int("gqa", 0) == 1 ? math : nullptr;
+  if (d.run == DType::F32 && n.attr_int("gqa", 0) == 1) return math;
+  return n.has_input(3) && n.attr_int("mask_kept", 0) == 1 ? keeps_mask : nullptr;
 }
 
 // nll_loss keeps total_weight, a scalar.
@@ -167,6 +178,10 @@ const OpInfo kOps[] = {
      .saved_inputs = bits({0, 1, 2}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",
      .layout = Layout::HeadsMajor, .variant = attention_backend, .domain = "memest",
      .note = "MatMul-scale-Softmax-MatMul: scaled_dot_product_attention, no TxT matrix"},
+    {.op = "AttentionKeepsMask", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
+     .saved_inputs = bits({0, 1, 2, 3}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",
+     .layout = Layout::HeadsMajor, .domain = "memest",
+     .note = "a fused scaled_dot_product_attention whose mask carries data: keeps it to backward"},
     {.op = "AttentionMath", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
      .saved_extra = attention_math_extra, .grads = "AAAN", .bwd_workspace = attention_math_bwd, .domain = "memest",
      .note = "scaled_dot_product_attention's math backend (fp32 with grouped k, v): keeps the TxT softmax"},
