@@ -20,6 +20,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   parallel    protocol.md's loop under DDP (both bucket modes) and FSDP2, one rank per process (issue 20)
   compare     run memest on measured cases and report the error
   sdpa-probe  which backend scaled_dot_product_attention takes per configuration, and what it keeps
+  norm-probe  what F.rms_norm keeps for backward per dtype, autocast and layout
   sdpa-choice which backend each attention call of real models takes, and the kernels' reasons
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
 """
@@ -33,6 +34,9 @@ def main(argv):
     if cmd == "export":
         from validate import export
         return export.main(rest)
+    if cmd == "norm-probe":
+        from validate import norm_probe
+        return norm_probe.main(rest)
     if cmd == "sdpa-choice":
         from validate import sdpa_choice
         return sdpa_choice.main(rest)
