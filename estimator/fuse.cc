@@ -402,6 +402,58 @@ void Fuser::layer_norm(int k) {
   ln.attrs["epsilon"] = epsilon;
 }
 
+// F.rms_norm as torch.export decomposes it, Pow(x, 2) -> ReduceMean(trailing axes) ->
+// Add(eps) -> Sqrt -> Reciprocal -> Mul(x, .) [-> Mul(weight)], every node traced to the
+// call (from_rms_norm, onnx_reader.cc): one RMSNormalization, as CUDA runs it
+// (aten._fused_rms_norm keeps the input and an fp32 rstd per row). A hand-written RMSNorm
+// (transformers' LlamaRMSNorm) is the same graph without the mark and runs as written.
+void Fuser::rms_norm(int k) {
+  const Node& mean = g_.nodes[k];
+  auto marked = [&](int node) { return node >= 0 && g_.nodes[node].attr_int("from_rms_norm", 0) == 1; };
+  if (mean.dead || mean.inputs.empty() || !marked(k)) return;
+  const int pow = T(mean.inputs[0]).producer;
+  if (!marked(pow) || g_.nodes[pow].op != "Pow" || scalar_value(g_.nodes[pow].inputs[1]) != 2.0) return;
+  if (only_consumer(mean.inputs[0]) != k) return;
+  const int x = g_.nodes[pow].inputs[0];
+  if (x < 0 || !T(x).shape || T(x).shape->empty()) return;
+  const size_t rank = T(x).shape->size();
+  const std::vector<int64_t> axes = mean_axes(mean, rank);
+  if (axes.empty()) return;
+  for (size_t i = 0; i < axes.size(); ++i) {  // the trailing axes
+    if (axes[i] != static_cast<int64_t>(rank - axes.size() + i)) return;
+  }
+  const int add = only_op(mean.outputs[0], "Add");
+  if (!marked(add)) return;
+  const auto eps = scalar_value(other_input(g_.nodes[add], mean.outputs[0]));
+  const int sqrt = eps ? only_op(g_.nodes[add].outputs[0], "Sqrt") : -1;
+  const int rec = marked(sqrt) ? only_op(g_.nodes[sqrt].outputs[0], "Reciprocal") : -1;
+  const int mul = marked(rec) ? only_op(g_.nodes[rec].outputs[0], "Mul") : -1;
+  if (!marked(mul) || other_input(g_.nodes[mul], g_.nodes[rec].outputs[0]) != x) return;
+  std::vector<int> dead = {pow, k, add, sqrt, rec, mul};
+  std::vector<int> inputs = {x};
+  int last = mul;
+  const Shape norm_dims(T(x).shape->end() - static_cast<int64_t>(axes.size()), T(x).shape->end());
+  if (const int scale = only_op(g_.nodes[mul].outputs[0], "Mul"); marked(scale)) {
+    const int w = other_input(g_.nodes[scale], g_.nodes[mul].outputs[0]);
+    if (is_param(w) && T(w).shape && *T(w).shape == norm_dims) {
+      inputs.push_back(w);
+      dead.push_back(scale);
+      last = scale;
+    }
+  }
+  replace(last, "RMSNormalization", inputs, dead);
+  Node& rms = g_.nodes[last];
+  rms.domain.clear();  // ONNX's own op (opset 23)
+  rms.info = find_op("", "RMSNormalization");
+  Attribute axis;
+  axis.i = static_cast<int64_t>(rank - axes.size());
+  rms.attrs["axis"] = axis;
+  Attribute epsilon;
+  epsilon.kind = Attribute::Float;
+  epsilon.f = *eps;
+  rms.attrs["epsilon"] = epsilon;
+}
+
 // F.group_norm, which both exporters write as Reshape(x, [N, G, -1]) ->
 // InstanceNormalization (unit scale, zero bias) -> Reshape back -> Mul(weight) ->
 // Add(bias): PyTorch runs native_group_norm, one kernel that saves the input and
@@ -580,6 +632,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
       if (nodes.size() > 1) f.aten_call(nodes, "Gelu");
     }
   }
+  for (int k : mean) f.rms_norm(k);
   for (int k : mean) f.layer_norm(k);
   for (int k : erf) f.gelu(k);
   for (int k : tanh) f.gelu_tanh(k);

@@ -181,6 +181,7 @@ class Fuser {
   void silu(int k);
   void mish(int k);
   void batch_stats(int k);
+  void rms_norm(int k);
   // Helpers of layer_norm and slice_assign (fuse.cc).
   std::vector<int64_t> mean_axes(const Node& n, size_t rank) const;
   std::optional<double> scalar_value(int t) const;

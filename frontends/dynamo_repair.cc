@@ -1,6 +1,8 @@
 // Repairs of what torch's dynamo ONNX exporter drops (dynamo_repair.h).
 #include "frontends/dynamo_repair.h"
 
+#include "frontends/fx_node.h"
+
 #include "frontends/merged_initializers.h"
 
 #include <algorithm>
@@ -463,6 +465,45 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     }
     if (!weight) ten.kind = TensorKind::Buffer;
   }
+}
+
+// torch.export decomposes F.rms_norm (nn.RMSNorm, timm's RmsNorm) into Pow, ReduceMean,
+// Add, Sqrt, Reciprocal and Mul, each node's stack trace ending in the call; on CUDA it
+// runs as one kernel (aten._fused_rms_norm), which keeps its input and an fp32 rstd per
+// row and none of the steps (traces25 rnd20_127: 8 KB of rstd a norm, where memest
+// counted the steps' 1.5 MB; random transformers with nn.RMSNorm read +2.5% at the
+// median against 0.0% for the others; a half input by an fp32 weight runs a composite
+// instead, ops/norm.cc). Marks the node for fuse.cc's rms_norm.
+void mark_rms_norm(Node& node, std::string_view trace) {
+  if (node.op != "Pow" && node.op != "ReduceMean" && node.op != "Add" && node.op != "Sqrt" &&
+      node.op != "Reciprocal" && node.op != "Mul") {
+    return;
+  }
+  const size_t last = trace.rfind("File \"");
+  if (last == std::string_view::npos) return;
+  const std::string_view frame = trace.substr(last);
+  const size_t code = frame.find('\n');
+  if (code == std::string_view::npos || frame.find("rms_norm(", code) == std::string_view::npos) return;
+  Attribute a;
+  a.i = 1;
+  node.attrs["from_rms_norm"] = a;
+}
+
+// The dynamo exporter's optimizer (onnxscript's rewriter) folds a constant Pad into the
+// Conv after it (rule FuseConvPad: timm's BlurPool2d, `F.pad(x, p)` then
+// `F.conv2d(x, filt, stride=2)`); the node's metadata names the rule and its FX call
+// still shows the convolution's own padding. The Conv gets that padding as "call_pads"
+// (per spatial axis), so the explicit-pads pass can put the Pad the model ran back
+// (blind12's st_mobilenetv4_conv_blur_medium: the padded copies its blur convolutions
+// keep, 11-13% of the peak, were missing from the dynamo export only).
+void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_node) {
+  if (rules.find("FuseConvPad") == std::string_view::npos && rules.find("FusePadConv") == std::string_view::npos) return;
+  const std::optional<std::vector<int64_t>> padding = fx_conv_padding(fx_node);
+  if (!padding) return;
+  Attribute a;
+  a.kind = Attribute::Ints;
+  a.ints = *padding;
+  conv.attrs["call_pads"] = std::move(a);
 }
 
 }  // namespace memest

@@ -105,4 +105,13 @@ void classify_group_norm_initializers(Graph& g, const ParameterReads& reads);
 void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters,
                               const std::vector<std::string_view>& buffers = {}, const ParameterReads& reads = {});
 
+/// A Conv the exporter's rewriter folded a constant Pad into (its rule_name metadata names
+/// FuseConvPad) gets its FX call's own padding as "call_pads", for the explicit-pads pass.
+/// `rules`: the node's "pkg.onnxscript.rewriter.rule_name"; `fx_node`: its FX call.
+void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_node);
+
+/// A node of F.rms_norm's decomposition (its stack trace ends in the call) gets
+/// "from_rms_norm", for fuse.cc's rms_norm. `trace`: its "pkg.torch.onnx.stack_trace".
+void mark_rms_norm(Node& node, std::string_view trace);
+
 }  // namespace memest

@@ -79,23 +79,6 @@ std::string_view node_metadata(const NodeView& n, std::string_view key) {
   return {};
 }
 
-// The dynamo exporter's optimizer (onnxscript's rewriter) folds a constant Pad into the
-// Conv after it (rule FuseConvPad: timm's BlurPool2d, `F.pad(x, p)` then
-// `F.conv2d(x, filt, stride=2)`); the node's metadata names the rule and its FX call
-// still shows the convolution's own padding. The Conv gets that padding as "call_pads"
-// (per spatial axis), so the explicit-pads pass can put the Pad the model ran back
-// (blind12's st_mobilenetv4_conv_blur_medium: the padded copies its blur convolutions
-// keep, 11-13% of the peak, were missing from the dynamo export only).
-void mark_folded_pad(Node& conv, const NodeView& n) {
-  const std::string_view rules = node_metadata(n, "pkg.onnxscript.rewriter.rule_name");
-  if (rules.find("FuseConvPad") == std::string_view::npos && rules.find("FusePadConv") == std::string_view::npos) return;
-  const std::optional<std::vector<int64_t>> padding = fx_conv_padding(node_metadata(n, "pkg.torch.onnx.fx_node"));
-  if (!padding) return;
-  Attribute a;
-  a.kind = Attribute::Ints;
-  a.ints = *padding;
-  conv.attrs["call_pads"] = std::move(a);
-}
 
 // module_from_scoped_name() for a run of nodes: the path depends only on the name up
 // to its last '/', which consecutive nodes of one module share.
@@ -471,7 +454,11 @@ class Lowering {
       node.name = n.name;
     }
     node.op = n.op_type;
-    if (!n.metadata.empty() && node.op == "Conv") mark_folded_pad(node, n);
+    if (!n.metadata.empty() && node.op == "Conv") {
+      mark_folded_pad(node, node_metadata(n, "pkg.onnxscript.rewriter.rule_name"),
+                      node_metadata(n, "pkg.torch.onnx.fx_node"));
+    }
+    if (!n.metadata.empty()) mark_rms_norm(node, node_metadata(n, "pkg.torch.onnx.stack_trace"));
     // Before restore_batch_norm, which appends a node and so may move `node`.
     if (!n.metadata.empty() && node.op == "BatchNormalization") mark_training_batch_norm(node, namespace_op(ns));
     if (!n.metadata.empty() && may_hide_batch_norm(node.op)) {

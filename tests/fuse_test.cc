@@ -451,3 +451,44 @@ output y
     if (!n.dead && n.op == "BatchNormalization") CHECK(n.has_input(3));
   }
 }
+
+TEST_CASE("F.rms_norm as torch.export writes it is one RMSNormalization; LlamaRMSNorm's same graph is not") {
+  // The reader marks the nodes whose stack trace ends in an rms_norm( call
+  // (mark_rms_norm); transformers' hand-written RMSNorm gives the same ops unmarked.
+  auto text = [](const char* mark) {
+    return std::string(R"(
+opset 18
+input x float32 batch,16,32
+param n.weight float32 32
+const two float32 - = 2
+const eps float32 - = 0.000001
+const last int64 1 = -1
+node Pow x two -> p )") + mark + R"( @n
+node ReduceMean p last -> m keepdims=1 )" + mark + R"( @n
+node Add m eps -> v )" + mark + R"( @n
+node Sqrt v -> s )" + mark + R"( @n
+node Reciprocal s -> r )" + mark + R"( @n
+node Mul x r -> y )" + mark + R"( @n
+node Mul y n.weight -> z )" + mark + R"( @n
+output z
+)";
+  };
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis fused = analyze(read_text_graph(text("from_rms_norm=1")), AnalysisOptions{.train = cfg});
+  CHECK(live_ops(fused) == std::map<std::string, int>{{"RMSNormalization", 1}});
+  const Node* rms = nullptr;
+  for (const Node& n : fused.graph.nodes) {
+    if (!n.dead && n.op == "RMSNormalization") rms = &n;
+  }
+  REQUIRE(rms != nullptr);
+  CHECK(rms->attr_int("axis", 0) == 2);
+  CHECK(rms->attr_float("epsilon", 0) == doctest::Approx(1e-6));
+  CHECK(fused.graph.tensors[rms->inputs[1]].name == "n.weight");
+  Analysis written = analyze(read_text_graph(text("")), AnalysisOptions{.train = cfg});
+  CHECK(live_ops(written).count("RMSNormalization") == 0);
+  CHECK(live_ops(written).at("Mul") == 2);
+  // What forward keeps: the fused kernel's rstd, [batch, 16] fp32 = 64 B a sample at
+  // batch 1 (the input is the caller's); the written-out steps keep more.
+  CHECK(estimate(fused, 4).peak.peak_bytes < estimate(written, 4).peak.peak_bytes);
+}

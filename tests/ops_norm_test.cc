@@ -54,6 +54,42 @@ TEST_CASE("norm: layer norm statistics") {
   CHECK(ln->saved_inputs == bits({0, 1}));
 }
 
+TEST_CASE("norm: rms_norm, fused unless a half input meets an fp32 weight") {
+  // validate/results/norm-probe-h200-torch2.11.jsonl: F.rms_norm is on no autocast list
+  // (a half input gives a half output) and runs aten._fused_rms_norm (rstd kept, 4 B a
+  // row) but for a half input by a weight of another dtype, whose composite keeps the
+  // input upcast to fp32 and the fp32 normalised rows too (2 x 3,145,728 + 8,192 B at
+  // [8, 256, 384]).
+  Graph g = infer(R"(
+    opset 23
+    input x float32 batch,seq,384
+    input h float16 batch,seq,384
+    param n.weight float32 384
+    param m.weight float16 384
+    node RMSNormalization x n.weight -> y axis=-1
+    node RMSNormalization h n.weight -> yh axis=-1
+    node RMSNormalization h m.weight -> ym axis=-1
+  )");
+  CHECK(extras(g, "y") == "batch*seq:float32");
+  const OpInfo* rms = find_op("", "RMSNormalization");
+  CHECK(rms->autocast == Autocast::Keep);
+  CHECK(rms->saved_inputs == bits({0, 1}));
+  const Dispatch half{DType::F16};
+  const Dispatch fp32{DType::F32};
+  const Node& y = testing::producer(g, "y");
+  const Node& yh = testing::producer(g, "yh");
+  const Node& ym = testing::producer(g, "ym");
+  CHECK(rms->variant(g, y, fp32) == nullptr);
+  CHECK(rms->variant(g, ym, half) == nullptr);  // weight and input both half: fused
+  const OpInfo* upcast = rms->variant(g, yh, half);
+  REQUIRE(upcast != nullptr);
+  CHECK(std::string(upcast->op) == "RMSNormalizationUpcast");
+  CHECK(upcast->saved_inputs == bits({1}));
+  std::string kept;
+  for (const SavedExtra& e : upcast->saved_extra(g, yh)) kept += e.numel.str() + ":" + dtype_name(e.dtype) + " ";
+  CHECK(kept == "384*batch*seq:float32 384*batch*seq:float32 batch*seq:float32 ");
+}
+
 TEST_CASE("norm: instance, group, lp") {
   Graph g = infer(R"(
     opset 21

@@ -193,6 +193,30 @@ std::vector<SavedExtra> rms_norm_stats(const Graph& g, const Node& n) {
   return {stat(stats[0].numel, "rms-norm rstd")};
 }
 
+// F.rms_norm's composite (layer_norm.cpp rms_norm_symint) when the fused kernel refuses
+// a half input with a weight of another dtype: the input upcast to fp32 and the fp32
+// normalised rows stay, with rstd. `validate norm-probe` (norm-probe-h200-torch2.11
+// .jsonl): 2 x the input's fp32 bytes + 4 B a row, bf16 and fp16, autocast or not.
+std::vector<SavedExtra> rms_norm_upcast_keeps(const Graph& g, const Node& n) {
+  const Shape* x = input_shape(g, n, 0);
+  auto stats = layer_norm_stats(g, n);
+  if (!x || stats.empty()) return {};
+  return {{product(*x), DType::F32, "rms-norm input upcast to fp32"},
+          {product(*x), DType::F32, "rms-norm normalised rows, fp32"},
+          stat(stats[0].numel, "rms-norm rstd")};
+}
+
+// rms_norm is on no autocast list, so it runs in its input's dtype. CUDA runs it as one
+// kernel (aten._fused_rms_norm) unless the input is half and the weight is not
+// ("Mismatch dtype between input and weight ... Cannot dispatch to fused
+// implementation"): the norm-probe's 56 configurations, grad_fn FusedRmsNormBackward0
+// or the composite's ToCopyBackward0.
+const OpInfo* rms_norm_kernel(const Graph& g, const Node& n, const Dispatch& d) {
+  static const OpInfo* const upcast = find_op("memest", "RMSNormalizationUpcast");
+  if (d.run == DType::F32 || !n.has_input(1)) return nullptr;
+  return g.tensors[n.inputs[1]].dtype != d.run ? upcast : nullptr;
+}
+
 // F.normalize divides by norm(x).clamp_min(eps): the norm and its clamped copy
 // stay, one value per vector along the axis.
 std::vector<SavedExtra> lp_norm_stats(const Graph& g, const Node& n) {
@@ -240,7 +264,11 @@ const OpInfo kOps[] = {
      .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA",
      .note = "keeps input, weight and fp32 mean/rstd per (n, group)"},
     {.op = "RMSNormalization", .family = kFamily, .shape = layer_norm, .saved_inputs = bits({0, 1}),
-     .saved_extra = rms_norm_stats, .grads = "AA", .note = "keeps input, weight and rstd per row (opset 23)"},
+     .saved_extra = rms_norm_stats, .grads = "AA", .variant = rms_norm_kernel,
+     .note = "F.rms_norm: aten._fused_rms_norm keeps input, weight and rstd per row"},
+    {.op = "RMSNormalizationUpcast", .family = kFamily, .shape = layer_norm, .saved_inputs = bits({1}),
+     .saved_extra = rms_norm_upcast_keeps, .grads = "AA", .domain = "memest",
+     .note = "F.rms_norm of a half input by an fp32 weight: the composite, fp32 copies kept"},
     {.op = "LpNormalization", .family = kFamily, .shape = lp_norm, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0}), .saved_extra = lp_norm_stats, .grads = "A",
      .note = "F.normalize: keeps input and the per-vector norms"},
