@@ -193,6 +193,10 @@ memest_matrix(matrix-blind11-h200-torch2.11 SETS sample17 random19)
 # the session's last change to the estimate, compared once
 # (blind12-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind12-h200-torch2.11 SETS sample18 random20)
+# Session 18's sample (gpu_session18.sh: sample seed 19, random seed 21), measured at the
+# session's start, left unread, compared once after its last change to the estimate
+# (blind13-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind13-h200-torch2.11 SETS sample19 random21)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
