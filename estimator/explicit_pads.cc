@@ -49,7 +49,7 @@ std::vector<int64_t> same_pads(const Graph& g, const Node& n, const std::string&
 // The pads [b1..bn, e1..en] of the spatial axes that an explicit Pad before the
 // convolution made: all of them when they are asymmetric somewhere (PyTorch pads
 // symmetrically inside a convolution), those beyond the call's own padding when the
-// exporter folded a Pad in (call_pads, onnx_reader.cc), else empty.
+// exporter folded a Pad in (call_pads, dynamo_repair.cc), else empty.
 std::vector<int64_t> asymmetric_pads(const Graph& g, const Node& n) {
   if (n.op != "Conv" || !n.domain.empty() || n.dead || !n.has_input(0)) return {};
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -79,7 +79,7 @@ std::vector<int64_t> asymmetric_pads(const Graph& g, const Node& n) {
 
 // The convolution after its Pad: the call's own padding (none but a folded Pad's
 // convolution's), no auto_pad.
-void pad_nothing(Node& conv, size_t count) {
+void pads_after_split(Node& conv, size_t count) {
   const std::vector<int64_t> call = conv.attr_ints("call_pads");
   Attribute& pads = conv.attrs["pads"];
   pads.kind = Attribute::Ints;
@@ -123,7 +123,7 @@ int split_asymmetric_pads(Graph& g) {
     auto [at, fresh] = padded_of.try_emplace({conv.inputs[0], pads}, -1);
     if (!fresh) {
       conv.inputs[0] = at->second;
-      pad_nothing(conv, pads.size());
+      pads_after_split(conv, pads.size());
       nodes.push_back(std::move(conv));
       ++split;
       continue;
@@ -153,7 +153,7 @@ int split_asymmetric_pads(Graph& g) {
     pad.attrs.emplace("mode", std::move(mode));
     at->second = padded;
     conv.inputs[0] = padded;
-    pad_nothing(conv, pads.size());
+    pads_after_split(conv, pads.size());
     nodes.push_back(std::move(pad));
     nodes.push_back(std::move(conv));
     ++split;

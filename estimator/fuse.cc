@@ -404,7 +404,7 @@ void Fuser::layer_norm(int k) {
 
 // F.rms_norm as torch.export decomposes it, Pow(x, 2) -> ReduceMean(trailing axes) ->
 // Add(eps) -> Sqrt -> Reciprocal -> Mul(x, .) [-> Mul(weight)], every node traced to the
-// call (from_rms_norm, onnx_reader.cc): one RMSNormalization, as CUDA runs it
+// call (from_rms_norm, dynamo_repair.cc): one RMSNormalization, as CUDA runs it
 // (aten._fused_rms_norm keeps the input and an fp32 rstd per row). A hand-written RMSNorm
 // (transformers' LlamaRMSNorm) is the same graph without the mark and runs as written.
 void Fuser::rms_norm(int k) {
