@@ -253,6 +253,10 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       for (size_t i = 0; fresh_unit && i < t->shape->size() && offset <= s->size(); ++i) {
         if ((*t->shape)[i] == one && (*s)[offset + i] != one) return {-1};
       }
+      // A leading dim broadcast from 1 (a table expanded to the batch: ConViT's
+      // rel_indices.expand(B, -1, -1, -1)) has stride 0; flattening it into the next dim,
+      // as a batched matmul or a Linear of rank >= 3 does, copies.
+      if (offset == 0 && !t->shape->empty() && (*t->shape)[0] == one && (*s)[0] != one && s->size() >= 3) return {-1};
       return layouts[in0].empty() ? std::vector<int8_t>{} : std::vector<int8_t>{-1};
     }  // a view of a contiguous tensor, or a contiguous copy
     case Layout::Elementwise:

@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "estimator/analysis.h"
 #include "estimator/ops/registry.h"
 #include "estimator/simulate.h"
+#include "frontends/text_reader.h"
 #include "ops_test_util.h"
 
 using namespace memest;
@@ -244,4 +246,39 @@ node memest::AttentionMath q k v -> o
   REQUIRE(kept.size() == 4);
   CHECK(kept[1].numel.str() == "512*batch");
   CHECK(kept[2].numel.str() == "1024*batch");
+}
+
+TEST_CASE("layout: a Linear over a table expanded to the batch copies it, and keeps the copy") {
+  // ConViT's GPSA: pos_proj(rel_indices.expand(B, -1, -1, -1)). The expanded batch dim has
+  // stride 0; F.linear flattens [B, 8, 8, 3] to [B * 64, 3], which cannot be a view of it,
+  // so it copies, and the copy is what the weight's gradient reads (traces26
+  // st_convit_tiny: 14.75 MB a block, -7.3% before). x [batch, 8] only gives the batch.
+  const char* text = R"(
+opset 17
+input x float32 batch,8
+buffer rel float32 1,8,8,3
+param w float32 4,3
+param b float32 4
+const zero int64 1 = 0
+const rest int64 3 = 8,8,3
+node Shape x -> xs @pos
+node Gather xs zero -> bdim axis=0 @pos
+node Concat bdim rest -> target axis=0 @pos
+node Expand rel target -> table @pos
+node memest::Linear table w b -> y @pos
+output y
+)";
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  const Analysis a = analyze(read_text_graph(text), o);
+  const Estimate e = estimate(a, 2);
+  std::vector<int64_t> linear;
+  for (const Event& ev : a.program.events) {
+    const Block& blk = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
+    if (a.graph.nodes[blk.node].op == "Linear") linear.push_back(blk.bytes.eval(e.bindings));
+  }
+  // The copy, [2, 8, 8, 3] fp32 = 1,536 B, then the output, [2, 8, 8, 4] fp32 = 2,048 B,
+  // then cuBLAS's 32 MiB workspace of the first GEMM.
+  CHECK(linear == std::vector<int64_t>{1536, 2048, 33554432});
 }
