@@ -212,7 +212,7 @@ output o
 }
 
 // A mask scaled_dot_product_attention sees is kept to backward by the fused kernels
-// (sdpa-mask-lifetime-h200-torch2.11.jsonl: in all 268 configurations a mask the caller
+// (sdpa-mask-lifetime-h200-torch2.11.jsonl.xz: in all 268 configurations a mask the caller
 // dropped stayed allocated after forward). Masks the exporter traced but no run sees
 // (transformers' all-ones and causal masks, made from shapes and constants) stay out; a
 // bias that carries data plus such a mask is the bias alone at run time.

@@ -131,7 +131,7 @@ bool permuted_lookup_made_contiguous(const Graph& g, int t, const std::vector<st
 //
 // The fused kernels keep the mask for backward, the caller's reference dropped or not
 // (derivatives.yaml: the efficient and cuDNN backward take attn_bias). `validate
-// sdpa-probe --mask-lifetime` (sdpa-mask-lifetime-h200-torch2.11.jsonl, 268
+// sdpa-probe --mask-lifetime` (sdpa-mask-lifetime-h200-torch2.11.jsonl.xz, 268
 // configurations): a mask made for the call alone cost its numel x q's element size
 // after forward in every one, boolean masks converted, float ones autocast-cast;
 // traces25 rnd20_127: each layer's masked_fill'd bias alive to its backward. The
