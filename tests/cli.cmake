@@ -197,6 +197,10 @@ memest_matrix(matrix-blind12-h200-torch2.11 SETS sample18 random20)
 # session's start, left unread, compared once after its last change to the estimate
 # (blind13-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind13-h200-torch2.11 SETS sample19 random21)
+# Session 18's second sample (gpu_session18d.sh: sample seed 20, random seed 22), measured
+# after the session's last change to the estimate, compared once
+# (blind14-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind14-h200-torch2.11 SETS sample20 random22)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
