@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "estimator/atom.h"
 #include "estimator/boxed.h"
 #include "estimator/expr.h"
 
@@ -58,7 +59,7 @@ struct Tensor {
   std::vector<int> consumers;     ///< node indices, one entry per use
   BoxedOptional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)
   BoxedOptional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
-  std::string module;             ///< module path of a parameter ("layer1.0.conv1")
+  Atom module;                    ///< module path of a parameter ("layer1.0.conv1")
 
   bool shape_known() const { return shape.has_value(); }
   /// numel * element size, symbolic; requires a known shape.
@@ -156,12 +157,12 @@ struct PySource {
 
 struct Node {
   std::string name;
-  std::string op;                 ///< op type, e.g. "Conv"
-  std::string domain;             ///< "" for ONNX's default domain
+  Atom op;                        ///< op type, e.g. "Conv"
+  Atom domain;                    ///< "" for ONNX's default domain
   std::vector<int> inputs;        ///< tensor ids; -1 for an omitted optional input
   std::vector<int> outputs;       ///< tensor ids; -1 for an omitted optional output
   Attrs attrs;
-  std::string module;             ///< module path, e.g. "layer1.0.conv1" ("" at top level)
+  Atom module;                    ///< module path, e.g. "layer1.0.conv1" ("" at top level)
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
