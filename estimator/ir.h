@@ -15,6 +15,7 @@
 #include "estimator/atom.h"
 #include "estimator/boxed.h"
 #include "estimator/expr.h"
+#include "estimator/id_list.h"
 
 namespace memest {
 
@@ -56,7 +57,7 @@ struct Tensor {
   int dtype_follows = -1;         ///< an input made in another tensor's run-time dtype (mse's target)
   std::optional<Shape> shape;     ///< nullopt: not known (yet)
   BoxedOptional<Shape> declared;  ///< shape the file declares (value_info); a fallback only
-  std::vector<int> consumers;     ///< node indices, one entry per use
+  IdList consumers;               ///< node indices, one entry per use
   BoxedOptional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)
   BoxedOptional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
   Atom module;                    ///< module path of a parameter ("layer1.0.conv1")
@@ -159,8 +160,8 @@ struct Node {
   std::string name;
   Atom op;                        ///< op type, e.g. "Conv"
   Atom domain;                    ///< "" for ONNX's default domain
-  std::vector<int> inputs;        ///< tensor ids; -1 for an omitted optional input
-  std::vector<int> outputs;       ///< tensor ids; -1 for an omitted optional output
+  IdList inputs;                  ///< tensor ids; -1 for an omitted optional input
+  IdList outputs;                 ///< tensor ids; -1 for an omitted optional output
   Attrs attrs;
   Atom module;                    ///< module path, e.g. "layer1.0.conv1" ("" at top level)
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
