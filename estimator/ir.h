@@ -16,6 +16,7 @@
 #include "estimator/boxed.h"
 #include "estimator/expr.h"
 #include "estimator/id_list.h"
+#include "estimator/shape_ref.h"
 
 namespace memest {
 
@@ -46,8 +47,6 @@ enum class TensorKind : uint8_t {
 };
 const char* kind_name(TensorKind k);
 
-using Shape = std::vector<Expr>;
-
 struct Tensor {
   std::string name;
   DType dtype = DType::Undefined;
@@ -55,7 +54,7 @@ struct Tensor {
   bool graph_output = false;
   int producer = -1;              ///< index of the producing node, -1 for none
   int dtype_follows = -1;         ///< an input made in another tensor's run-time dtype (mse's target)
-  std::optional<Shape> shape;     ///< nullopt: not known (yet)
+  ShapeRef shape;                 ///< none: not known (yet)
   BoxedOptional<Shape> declared;  ///< shape the file declares (value_info); a fallback only
   IdList consumers;               ///< node indices, one entry per use
   BoxedOptional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)

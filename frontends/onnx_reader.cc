@@ -164,7 +164,7 @@ class Lowering {
       const int id = g_.tensor_id(vi.name);
       Tensor probe;
       lower_type(vi, probe, false);
-      if (probe.shape) g_.tensors[id].declared = std::move(probe.shape);
+      if (probe.shape) g_.tensors[id].declared = *probe.shape;
       if (g_.tensors[id].dtype == DType::Undefined) g_.tensors[id].dtype = probe.dtype;
     }
     lower_nodes();
@@ -175,7 +175,7 @@ class Lowering {
       g_.tensors[id].graph_output = true;
       Tensor probe;
       lower_type(out, probe, false);
-      if (probe.shape && !g_.tensors[id].declared) g_.tensors[id].declared = probe.shape;
+      if (probe.shape && !g_.tensors[id].declared) g_.tensors[id].declared = *probe.shape;
       g_.outputs.push_back(id);
     }
   }
