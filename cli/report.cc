@@ -104,7 +104,7 @@ PeakOwners peak_owners(const Analysis& a, const std::vector<int>& live, const st
 void append_node_label(const Analysis& a, int node, std::string* out) {
   if (node < 0 || node >= static_cast<int>(a.graph.nodes.size())) return;
   const Node& n = a.graph.nodes[node];
-  const std::string& where = n.module.empty() ? n.name : n.module.str();
+  const std::string where = n.module.empty() ? n.name.str() : n.module.str();
   if (where.empty()) {
     *out += n.op;
     return;

@@ -16,6 +16,7 @@
 #include "estimator/boxed.h"
 #include "estimator/expr.h"
 #include "estimator/id_list.h"
+#include "estimator/name.h"
 #include "estimator/shape_ref.h"
 
 namespace memest {
@@ -48,7 +49,7 @@ enum class TensorKind : uint8_t {
 const char* kind_name(TensorKind k);
 
 struct Tensor {
-  std::string name;
+  Name name;
   DType dtype = DType::Undefined;
   TensorKind kind = TensorKind::Activation;
   bool graph_output = false;
@@ -156,7 +157,7 @@ struct PySource {
 };
 
 struct Node {
-  std::string name;
+  Name name;
   Atom op;                        ///< op type, e.g. "Conv"
   Atom domain;                    ///< "" for ONNX's default domain
   IdList inputs;                  ///< tensor ids; -1 for an omitted optional input
