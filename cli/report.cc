@@ -104,7 +104,7 @@ PeakOwners peak_owners(const Analysis& a, const std::vector<int>& live, const st
 void append_node_label(const Analysis& a, int node, std::string* out) {
   if (node < 0 || node >= static_cast<int>(a.graph.nodes.size())) return;
   const Node& n = a.graph.nodes[node];
-  const std::string& where = n.module.empty() ? n.name : n.module;
+  const std::string where = n.module.empty() ? n.name.str() : n.module.str();
   if (where.empty()) {
     *out += n.op;
     return;
@@ -240,7 +240,7 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
       if (folded) continue;  // shape arithmetic that holds nothing
     }
     if (last_module == nullptr || n.module != *last_module) {
-      last_module = &n.module;
+      last_module = &n.module.str();
       last_id = tree_node(truncate_module(n.module, depth), tree_node);
     }
     const int id = last_id;

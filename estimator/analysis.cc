@@ -19,7 +19,9 @@ namespace {
 void replace_symbol(Graph& g, SymbolId s, const Expr& with) {
   for (auto& t : g.tensors) {
     if (t.shape) {
-      for (auto& d : *t.shape) d = d.replace(s, with);
+      Shape dims = *t.shape;  // interned shapes are immutable: change a copy
+      for (auto& d : dims) d = d.replace(s, with);
+      t.shape = dims;
     }
     if (t.declared) {
       for (auto& d : *t.declared) d = d.replace(s, with);

@@ -61,6 +61,15 @@ Expr Expr::symbol(const std::string& name) { return symbol(intern_symbol(name));
 
 Expr Expr::symbol(SymbolId id) { return Expr(1, id); }
 
+size_t Expr::hash_terms() const {
+  size_t h = terms_->size();
+  for (const Term& t : *terms_) {
+    h = h * 31 + static_cast<size_t>(t.coeff);
+    for (SymbolId s : t.syms) h = h * 31 + s;
+  }
+  return h;
+}
+
 Expr::Terms Expr::terms() const {
   if (terms_) return *terms_;
   if (coeff_ == 0) return {};

@@ -107,6 +107,11 @@ class Expr {
   int64_t eval(const Bindings& b) const;
   /// Readable form: "64*batch + 3".
   std::string str() const;
+  /// A hash that agrees with ==.
+  size_t hash() const {
+    if (terms_) return hash_terms();
+    return static_cast<size_t>(coeff_) * 0x9E3779B97F4A7C15ull ^ sym_;
+  }
 
  private:
   struct Term {
@@ -123,6 +128,7 @@ class Expr {
   /// Sorts and merges `t`, then stores it inline when it fits.
   static Expr from_terms(Terms t);
   [[noreturn]] static void unbound(SymbolId s);
+  size_t hash_terms() const;
 
   // Nearly every dim is a constant or c*symbol ("64*batch"); those live inline
   // (coeff_ * sym_, or the constant coeff_ when sym_ is kNoSymbol, with coeff_ != 0

@@ -12,8 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "estimator/atom.h"
 #include "estimator/boxed.h"
 #include "estimator/expr.h"
+#include "estimator/id_list.h"
+#include "estimator/name.h"
+#include "estimator/shape_ref.h"
 
 namespace memest {
 
@@ -44,21 +48,19 @@ enum class TensorKind : uint8_t {
 };
 const char* kind_name(TensorKind k);
 
-using Shape = std::vector<Expr>;
-
 struct Tensor {
-  std::string name;
+  Name name;
   DType dtype = DType::Undefined;
   TensorKind kind = TensorKind::Activation;
   bool graph_output = false;
   int producer = -1;              ///< index of the producing node, -1 for none
   int dtype_follows = -1;         ///< an input made in another tensor's run-time dtype (mse's target)
-  std::optional<Shape> shape;     ///< nullopt: not known (yet)
+  ShapeRef shape;                 ///< none: not known (yet)
   BoxedOptional<Shape> declared;  ///< shape the file declares (value_info); a fallback only
-  std::vector<int> consumers;     ///< node indices, one entry per use
+  IdList consumers;               ///< node indices, one entry per use
   BoxedOptional<std::vector<Expr>> value;  ///< known integer contents (shape arithmetic)
   BoxedOptional<std::vector<double>> fvalue;  ///< known float contents of small constants (Resize scales)
-  std::string module;             ///< module path of a parameter ("layer1.0.conv1")
+  Atom module;                    ///< module path of a parameter ("layer1.0.conv1")
 
   bool shape_known() const { return shape.has_value(); }
   /// numel * element size, symbolic; requires a known shape.
@@ -155,13 +157,13 @@ struct PySource {
 };
 
 struct Node {
-  std::string name;
-  std::string op;                 ///< op type, e.g. "Conv"
-  std::string domain;             ///< "" for ONNX's default domain
-  std::vector<int> inputs;        ///< tensor ids; -1 for an omitted optional input
-  std::vector<int> outputs;       ///< tensor ids; -1 for an omitted optional output
+  Name name;
+  Atom op;                        ///< op type, e.g. "Conv"
+  Atom domain;                    ///< "" for ONNX's default domain
+  IdList inputs;                  ///< tensor ids; -1 for an omitted optional input
+  IdList outputs;                 ///< tensor ids; -1 for an omitted optional output
   Attrs attrs;
-  std::string module;             ///< module path, e.g. "layer1.0.conv1" ("" at top level)
+  Atom module;                    ///< module path, e.g. "layer1.0.conv1" ("" at top level)
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)

@@ -25,7 +25,7 @@ void verify_and_sort(Graph& g) {
       if (in < 0) continue;
       const Tensor& t = g.tensors[in];
       if (t.producer < 0 && !available[in]) {
-        throw Error(g.file, node.name.empty() ? node.op : node.name,
+        throw Error(g.file, node.name.empty() ? node.op.str() : node.name.str(),
                     "reads tensor '" + t.name + "' that no node produces and that is not an input or initializer");
       }
       if (t.producer >= 0) ++pending[i];
@@ -59,7 +59,7 @@ void verify_and_sort(Graph& g) {
     for (size_t i = 0; i < n; ++i) {
       if (!g.nodes[i].dead && pending[i] > 0) {
         const Node& node = g.nodes[i];
-        throw Error(g.file, node.name.empty() ? node.op : node.name, "the graph has a cycle through this node");
+        throw Error(g.file, node.name.empty() ? node.op.str() : node.name.str(), "the graph has a cycle through this node");
       }
     }
   }
@@ -120,7 +120,7 @@ std::vector<int> infer_shapes(Graph& g) {
   for (auto& n : g.nodes) {
     if (n.dead) continue;
     if (!n.info) n.info = find_op(n.domain, n.op);
-    auto where = [&n] { return n.name.empty() ? n.op : n.name; };
+    auto where = [&n] { return n.name.empty() ? n.op.str() : n.name.str(); };
     if (!n.info || !n.info->shape) {
       fall_back(g, n, "unsupported op " + (n.domain.empty() ? "" : n.domain + "::") + n.op, fell_back);
       continue;

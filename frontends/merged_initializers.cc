@@ -515,7 +515,7 @@ int restore_merged_modules(Graph& g, const std::vector<std::string_view>& parame
       int prev_out = -1, prev_in = -1;
       for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
         Node copy = g.nodes[*it];
-        copy.name += "#" + m;
+        copy.name = copy.name + "#" + m;
         for (int& in : copy.inputs) {
           if (in < 0) continue;
           if (in == prev_in && prev_out >= 0) {

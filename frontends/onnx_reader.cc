@@ -82,9 +82,11 @@ std::string_view node_metadata(const NodeView& n, std::string_view key) {
 
 // module_from_scoped_name() for a run of nodes: the path depends only on the name up
 // to its last '/', which consecutive nodes of one module share.
+// Interned here, once per scope: consecutive nodes share a scope, and interning looks
+// the name up in the pool of every module of the graph.
 class ScopeCache {
  public:
-  const std::string& module(std::string_view node_name) {
+  Atom module(std::string_view node_name) {
     const size_t slash = node_name.rfind('/');
     const std::string_view scope = node_name.substr(0, slash == std::string_view::npos ? 0 : slash + 1);
     if (!valid_ || scope != scope_) {
@@ -97,13 +99,14 @@ class ScopeCache {
 
  private:
   bool valid_ = false;
-  std::string scope_, module_;
+  std::string scope_;
+  Atom module_;
 };
 
 // With `autocast_off`, also whether one of the node's modules disables autocast.
 // `ns`: the node's "namespace" metadata ("" when none).
-std::string module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes, bool* autocast_off = nullptr,
-                      bool* locals = nullptr) {
+Atom module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes, bool* autocast_off = nullptr,
+               bool* locals = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -124,7 +127,7 @@ std::string module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes
       if (slash == std::string_view::npos) break;
       start = slash + 1;
     }
-    return std::string(module);
+    return Atom(module);
   }
   return scopes.module(n.name);
 }
@@ -165,7 +168,7 @@ class Lowering {
       const int id = g_.tensor_id(vi.name);
       Tensor probe;
       lower_type(vi, probe, false);
-      if (probe.shape) g_.tensors[id].declared = std::move(probe.shape);
+      if (probe.shape) g_.tensors[id].declared = *probe.shape;
       if (g_.tensors[id].dtype == DType::Undefined) g_.tensors[id].dtype = probe.dtype;
     }
     lower_nodes();
@@ -176,7 +179,7 @@ class Lowering {
       g_.tensors[id].graph_output = true;
       Tensor probe;
       lower_type(out, probe, false);
-      if (probe.shape && !g_.tensors[id].declared) g_.tensors[id].declared = probe.shape;
+      if (probe.shape && !g_.tensors[id].declared) g_.tensors[id].declared = *probe.shape;
       g_.outputs.push_back(id);
     }
   }
@@ -453,7 +456,7 @@ class Lowering {
     } else if (!n.name.empty()) {
       node.name = n.name;
     }
-    node.op = n.op_type;
+    node.op = op_atom(n.op_type);
     if (!n.metadata.empty() && node.op == "Conv") {
       mark_folded_pad(node, node_metadata(n, "pkg.onnxscript.rewriter.rule_name"),
                       node_metadata(n, "pkg.torch.onnx.fx_node"));
@@ -522,6 +525,14 @@ class Lowering {
   std::vector<FunctionView> functions_;
   std::unordered_map<std::string, size_t> function_index_;
   ScopeCache scopes_;
+  // Op types seen so far, by the file's bytes: a few dozen names, so a lookup stays in
+  // cache where the Atom pool (every module path besides) would miss.
+  std::unordered_map<std::string_view, Atom> ops_;
+  Atom op_atom(std::string_view op) {
+    auto it = ops_.find(op);
+    if (it == ops_.end()) it = ops_.emplace(op, Atom(op)).first;
+    return it->second;
+  }
   PyStackReader stacks_{g_.python};  // dynamo exports: the Python stack of each node
 
   // The Graph::calls id of the namespace's last component ("gelu_3:

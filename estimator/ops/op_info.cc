@@ -46,11 +46,11 @@ void ShapeContext::set_value(size_t i, std::vector<Expr> v) {
 }
 
 void ShapeContext::fail(const std::string& what) const {
-  throw Error(g_.file, n_.name.empty() ? n_.op : n_.name, n_.op + ": " + what);
+  throw Error(g_.file, n_.name.empty() ? n_.op.str() : n_.name.str(), n_.op + ": " + what);
 }
 
 void ShapeContext::warn(const std::string& what) const {
-  g_.warn((n_.name.empty() ? n_.op : n_.name) + ": " + what);
+  g_.warn((n_.name.empty() ? n_.op.str() : n_.name.str()) + ": " + what);
 }
 
 const char* autocast_name(Autocast a) {

@@ -269,7 +269,7 @@ class Lowering {
       int id = g_.tensor_id(vi.name());
       Tensor probe;
       lower_type(vi, probe, false);
-      if (probe.shape) g_.tensors[id].declared = std::move(probe.shape);
+      if (probe.shape) g_.tensors[id].declared = *probe.shape;
       if (g_.tensors[id].dtype == DType::Undefined) g_.tensors[id].dtype = probe.dtype;
     }
     for (auto& n : *graph.mutable_node()) lower_node(n, "", {}, "");
@@ -279,7 +279,7 @@ class Lowering {
       g_.tensors[id].graph_output = true;
       Tensor probe;
       lower_type(out, probe, false);
-      if (probe.shape && !g_.tensors[id].declared) g_.tensors[id].declared = probe.shape;
+      if (probe.shape && !g_.tensors[id].declared) g_.tensors[id].declared = *probe.shape;
       g_.outputs.push_back(id);
     }
   }
