@@ -32,6 +32,7 @@ linear scaling in the batch holds across the measured batches.
 import argparse
 import collections
 import json
+import lzma
 import os
 import sys
 
@@ -89,7 +90,9 @@ def load(path, exclude):
     """{layer key: {n: (fwd, bwd, bwd_first)}}, plus the torch and cuDNN versions seen."""
     layers = collections.defaultdict(dict)
     versions = set()
-    with open(path) as f:
+    if not os.path.exists(path) and os.path.exists(path + ".xz"):
+        path += ".xz"  # the committed results are xz-compressed to keep the tree small
+    with (lzma.open(path, "rt") if path.endswith(".xz") else open(path)) as f:
         for line in f:
             row = json.loads(line)
             if row.get("kind") != "conv" or not all(p in row for p in PHASES):
