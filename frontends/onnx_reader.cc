@@ -385,8 +385,9 @@ class Lowering {
     const std::string_view ns = n.metadata.empty() ? std::string_view() : node_metadata(n, "namespace");
     node.module = module_of(n, ns, scopes_, &node.autocast_off, &node.keeps_locals);
     if (node.module.empty()) node.module = outer_module;
+    std::string_view trace;  // the stack trace, read once (py_stack, mark_rms_norm)
     if (!n.metadata.empty()) {
-      const std::string_view trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
+      trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
       if (!trace.empty()) node.py_stack = stacks_.read(trace, ns);
       node.call = aten_call(ns);
       const std::string_view fx = node_metadata(n, "pkg.torch.onnx.fx_node");
@@ -461,7 +462,7 @@ class Lowering {
       mark_folded_pad(node, node_metadata(n, "pkg.onnxscript.rewriter.rule_name"),
                       node_metadata(n, "pkg.torch.onnx.fx_node"));
     }
-    if (!n.metadata.empty()) mark_rms_norm(node, node_metadata(n, "pkg.torch.onnx.stack_trace"));
+    if (!trace.empty()) mark_rms_norm(node, trace);
     // Before restore_batch_norm, which appends a node and so may move `node`.
     if (!n.metadata.empty() && node.op == "BatchNormalization") mark_training_batch_norm(node, namespace_op(ns));
     if (!n.metadata.empty() && may_hide_batch_norm(node.op)) {
