@@ -87,8 +87,11 @@ def _known():
     from validate.corpus import CORPUS
     names = set(zoo.BY_NAME) | set(zoo.HOLDOUT_BY_NAME) | set(zoo.BLIND_BY_NAME) | {e.name for e in CORPUS}
     here = os.path.dirname(os.path.abspath(__file__))
-    for path in glob.glob(os.path.join(here, "results", "sample*.jsonl")):
-        with open(path) as f:
+    from validate.compare import open_results
+    paths = glob.glob(os.path.join(here, "results", "sample*.jsonl"))
+    paths += glob.glob(os.path.join(here, "results", "sample*.jsonl.xz"))  # the larger sets
+    for path in paths:
+        with open_results(path) as f:
             for line in f:
                 model = json.loads(line).get("model", "")
                 if model.startswith(("st_", "sh_")):
