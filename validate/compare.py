@@ -7,6 +7,7 @@ how many cases underestimate by more than 2% (and 3%, the enforced threshold).
 """
 import argparse
 import json
+import lzma
 import math
 import os
 import subprocess
@@ -16,10 +17,18 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def open_results(path):
+    """A results file, plain JSONL or xz-compressed (.jsonl.xz: how the larger sets are
+    committed, to keep the tree small)."""
+    if path.endswith(".xz"):
+        return lzma.open(path, "rt")
+    return open(path)
+
+
 def load_rows(paths):
     rows = []
     for path in paths:
-        with open(path) as f:
+        with open_results(path) as f:
             for n, line in enumerate(f, 1):
                 line = line.strip()
                 if not line:
