@@ -657,10 +657,14 @@ class Builder : public StepMemory {
   }
   // The same for a reduction of tensor t (in its layout) over `axes`, run in `dtype`.
   int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype) {
+    return t < 0 ? -1 : reduction_buffer(k, t, axes, dtype, layout_[t]);
+  }
+  // ... of a tensor of t's shape stored in `layout`.
+  int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype,
+                       const std::vector<int8_t>& layout) {
     const Target& target = *cfg_.target;
     if (target.sm_count == 0 || t < 0 || !g_.tensors[t].shape) return -1;
     const Shape& x = *g_.tensors[t].shape;
-    const std::vector<int8_t>& layout = layout_[t];
     if (!axes || axes->empty() || x.size() > 64 || (!layout.empty() && layout.size() != x.size())) return -1;
     // Dims by memory position, innermost last; dims of size 1 have no say.
     std::vector<size_t> order;
@@ -701,17 +705,60 @@ class Builder : public StepMemory {
     return b;
   }
 
+  // The layout of t's gradient. A gradient mostly comes in its tensor's layout (an
+  // elementwise backward follows the incoming gradient, cuDNN and pooling allocate in the
+  // input's memory format), but the backward of a mean or sum expands the gradient and
+  // divides it into a fresh, contiguous tensor (MeanBackward0). With several consumers
+  // the sum's order is not followed: t's layout.
+  // The same holds of a backward that allocates its input's gradient contiguous
+  // (OpInfo::input_grad_contiguous); views between (an unsqueeze before a mean) pass the
+  // gradient through.
+  const std::vector<int8_t>& grad_layout(int t) const {
+    static const std::vector<int8_t> kContiguous;
+    int u = t;
+    for (int hops = 0; hops < 8; ++hops) {
+      const IdList& users = g_.tensors[u].consumers;
+      if (users.size() != 1) break;
+      const OpInfo* c = info_[users[0]];
+      if (!c) break;
+      if (c->reduced_axes || c->input_grad_contiguous) return kContiguous;
+      const Node& v = g_.nodes[users[0]];
+      if (!c->view || (c->layout != Layout::UnitDims && c->layout != Layout::Reshape) || v.outputs.empty() ||
+          v.outputs[0] < 0) {
+        break;
+      }
+      u = v.outputs[0];
+    }
+    return layout_[t];
+  }
+
+  // The dims of `out` that input `in` was broadcast along (numpy rules: missing leading
+  // dims, and dims of size 1 against a larger one); nullopt when a shape is unknown.
+  std::optional<std::vector<int64_t>> broadcast_axes(int in, int out) const {
+    const auto& x = g_.tensors[in].shape;
+    const auto& y = g_.tensors[out].shape;
+    if (!x || !y || x->size() > y->size()) return std::nullopt;
+    std::vector<int64_t> axes;
+    const size_t lead = y->size() - x->size();
+    for (size_t d = 0; d < y->size(); ++d) {
+      if (d < lead || ((*x)[d - lead] == Expr(1) && (*y)[d] != Expr(1))) axes.push_back(static_cast<int64_t>(d));
+    }
+    return axes;
+  }
+
   // The gradient of an input broadcast over the output's leading dims (a bias) sums the
   // output's gradient over M rows of N columns; the reduce kernel splits long columns
   // across thread blocks and stages their fp32 partials in a scratch buffer, held
   // only during the sum (Target::reduce_scratch_*).
-  void reduction_scratch(int k, const Node& n) {
+  // Inputs in `summed` (a full-shape gradient summed by reduction_buffer) are skipped.
+  void reduction_scratch(int k, const Node& n, const std::vector<std::pair<int, int>>& summed) {
     const Target& t = *cfg_.target;
     if (t.reduce_scratch_cap == 0 || n.outputs.empty() || n.outputs[0] < 0) return;
     const auto& out = g_.tensors[n.outputs[0]].shape;
     if (!out) return;
     for (int in : n.inputs) {
       if (in < 0 || !requires_grad_[in] || !g_.tensors[in].shape) continue;
+      if (std::any_of(summed.begin(), summed.end(), [&](const auto& s) { return s.second == in; })) continue;
       const Shape& full = *g_.tensors[in].shape;
       auto first = full.begin();
       while (first != full.end() && *first == Expr(1)) ++first;  // [1, N] broadcasts as [N]
@@ -746,7 +793,7 @@ class Builder : public StepMemory {
     };
     const int out0 = outs.empty() ? -1 : outs[0];
     const bool swap = info && info->second_grad_first && ins.size() == 2;
-    std::vector<int> full;  // full-shape gradients of broadcast inputs, summed down below
+    std::vector<std::pair<int, int>> full;  // (full-shape gradient, input) of broadcast inputs, summed below
     for (size_t step = 0; step < ins.size(); ++step) {
       const size_t i = swap ? 1 - step : step;
       int t = ins[i];
@@ -763,7 +810,7 @@ class Builder : public StepMemory {
         gblock = grad_[out0];
         ref(gblock);
       } else {
-        if (summed) full.push_back(alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k));
+        if (summed) full.push_back({alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k), t});
         gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
         first_cublas_call();
         if (i == 0 && info && info->bwd_data_workspace) {
@@ -780,8 +827,17 @@ class Builder : public StepMemory {
       accumulate(t, gblock);
     }
     first_cublas_call();  // when no gradient was allocated above
-    for (int b : full) unref(b);
-    if (info && info->sums_broadcast_grads) reduction_scratch(k, n);
+    // sum_to_size of each full-shape gradient is one Reduce.cuh reduction over the dims
+    // the input was broadcast along, with its global buffer while the full gradient lives
+    // (traces26 rnd21_151: an SE gate's x * s[N, C, 1, 1] on a channels-last map, 52 MB
+    // beside two 26 MB maps; none when the map is contiguous, its H x W innermost).
+    for (const auto& [b, t] : full) {
+      // The full gradient is grad * other: TensorIterator lays it out like the incoming
+      // gradient, its first operand and of the full shape.
+      unref(reduction_buffer(k, out0, broadcast_axes(t, out0), run_dtype_[out0], grad_layout(out0)));
+      unref(b);
+    }
+    if (info && info->sums_broadcast_grads) reduction_scratch(k, n, full);
     if (info && info->bwd_workspace && !eff.empty()) {
       const bool input_grad = eff[0].tensor >= 0 && requires_grad_[eff[0].tensor];
       const bool cl = channels_last(eff[0].tensor);

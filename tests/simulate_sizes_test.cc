@@ -127,3 +127,82 @@ output y
 }
 
 }  // namespace memest
+
+namespace memest {
+
+// Bytes of the reduction buffers a Mul node allocates in iteration 0's backward (the
+// sum_to_size of its broadcast operand's full-shape gradient), at `batch`.
+std::vector<int64_t> mul_buffers(const char* text, int64_t batch) {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(a, batch);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
+        a.graph.nodes[b.node].op == "Mul" && b.bounded) {
+      out.push_back(block_size(a.program, ev.block, e.bindings, 512));
+    }
+  }
+  return out;
+}
+
+// A squeeze-excitation gate x * s, s = sigmoid(mean(x)) of shape [N, C, 1, 1], on the
+// channels-last map a channel LayerNorm leaves (permute, layer_norm, permute back), then
+// `tail`.
+std::string se_gate(const char* tail) {
+  return std::string(R"(
+opset 17
+input x float32 batch,130,130,24
+param ls float32 24
+param lb float32 24
+node LayerNormalization x ls lb -> n axis=-1 @ln
+node Transpose n -> r perm=0,3,1,2 @ln
+node ReduceMean r -> m axes=2,3 @se
+node Sigmoid m -> s @se
+node Mul r s -> y @se
+)") + tail;
+}
+
+TEST_CASE("an SE gate's broadcast gradient on a channels-last map takes the reduction's buffer") {
+  // s's gradient is (grad * x) summed over H, W, one Reduce.cuh reduction of a
+  // channels-last [16, 24, 130, 130] fp32 map: 384 outputs (C innermost, output_vec 4:
+  // dim0 96), 16,900 inputs each; thread limit 128: block (32, 4); block.y splits the
+  // inputs (step 4); grid.x = 96 / 32 = 3; target = 132 * (2048 / 128) = 2112; 4,225 values
+  // a thread; ctas = max(min(704, 265), 17) = 265. 4 B * 384 * 265 * (32 * 4) =
+  // 52,101,120 B: traces26 rnd21_151's MulBackward0 buffer, to the byte.
+  CHECK(mul_buffers(se_gate("node MaxPool y -> z kernel_shape=2,2 strides=2,2 @pool\noutput z\n").c_str(), 16) ==
+        std::vector<int64_t>{52101120});
+  // A mean after the gate hands back its gradient expanded into a fresh, contiguous
+  // tensor (MeanBackward0): grad * x is contiguous, H x W innermost, and its 16,900
+  // inputs a row take no buffer (128 values a thread at most: one block per output).
+  CHECK(mul_buffers(se_gate("node ReduceMean y -> z axes=2,3 @pool\noutput z\n").c_str(), 16) ==
+        std::vector<int64_t>{0});
+  // The same through a view first (an unsqueeze before the mean).
+  CHECK(mul_buffers(se_gate("const ax int64 1 = 2\nnode Unsqueeze y ax -> u @pool\nnode ReduceMean u -> z axes=3,4 @pool\noutput z\n")
+                        .c_str(),
+                    16) == std::vector<int64_t>{0});
+  // A GELU between, as the dynamo exporter decomposes it (one fused Gelu, a TensorIterator
+  // op: the map stays channels-last), as in rnd21_151 itself.
+  std::string gelu = se_gate("node MaxPool y -> z kernel_shape=2,2 strides=2,2 @pool\noutput z\n");
+  const std::string gelu_nodes = R"(const r2 float32 - = 1.4142
+const one float32 - = 1
+const half float32 - = 0.5
+node Div t r2 -> d @act
+node Erf d -> e @act
+node Add e one -> a @act
+node Mul half a -> hm @act
+node Mul t hm -> r @act
+)";
+  gelu.replace(gelu.find("-> r perm"), 4, "-> t");
+  gelu.insert(gelu.find("node ReduceMean"), gelu_nodes);
+  CHECK(mul_buffers(gelu.c_str(), 16) == std::vector<int64_t>{52101120});
+  // Reflection padding's backward allocates its input's gradient contiguous: none either
+  // (traces28 rnd6_89).
+  CHECK(mul_buffers(se_gate("const p int64 8 = 0,0,1,1,0,0,1,1\nnode Pad y p -> z mode=reflect @pad\noutput z\n").c_str(),
+                    16) ==
+        std::vector<int64_t>{0});
+}
+
+}  // namespace memest

@@ -190,7 +190,8 @@ const OpInfo kOps[] = {
      .saved_extra = attention_math_extra, .grads = "AAAN", .bwd_workspace = attention_math_bwd, .domain = "memest",
      .note = "scaled_dot_product_attention's math backend (fp32 with grouped k, v): keeps the TxT softmax"},
     {.op = "Gelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
-     .grads = "A", .domain = "memest", .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input"},
+     .grads = "A", .layout = Layout::Elementwise, .domain = "memest",
+     .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input; a TensorIterator op, in its input's layout"},
     {.op = "GroupNorm", .family = "fused", .shape = shape_same, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA", .domain = "memest",
      .note = "Reshape+InstanceNormalization+Reshape(+Mul+Add): F.group_norm, one kernel keeping input, "
@@ -199,7 +200,8 @@ const OpInfo kOps[] = {
      .domain = "memest",
      .note = "ScatterND of indices made from shapes alone: x[slices] = y through a view; no indices, nothing saved"},
     {.op = "Silu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
-     .grads = "A", .domain = "memest", .note = "x*sigmoid(x): nn.SiLU, saves its input"},
+     .grads = "A", .layout = Layout::Elementwise, .domain = "memest",
+     .note = "x*sigmoid(x): nn.SiLU, saves its input; a TensorIterator op, in its input's layout"},
     // cross_entropy calls log_softmax(x, dim, x.scalar_type()): autocast's
     // fp32_set_opt_dtype policy respects an explicit dtype, so it runs in the logits'
     // dtype, and nll_loss (fp32 list) casts that result to fp32 and saves the copy. GPU

@@ -219,6 +219,11 @@ struct OpInfo {
   /// during the call (estimator/reduce_kernel.h): a mean over the spatial dims of a
   /// channels-last map took 132 MiB beside its 75 MB input (traces21 rnd15_27).
   ReducedAxesFn reduced_axes = nullptr;
+  /// Its backward allocates the input's gradient contiguous whatever the input's layout
+  /// (reflection and replication padding: zeros_like(input, contiguous)), so the
+  /// elementwise backward before it runs contiguous too (traces28 rnd6_89: an SE gate's
+  /// sum_to_size on a channels-last map before a reflect pad took no buffer).
+  bool input_grad_contiguous = false;
   /// The gradient of input 2 (a convolution's bias) is the output's gradient summed over
   /// every dim but dim 1, by that CUDA reduction, with its buffer (after the other
   /// gradients and the backward workspace).

@@ -768,7 +768,7 @@ const OpInfo kOps[] = {
     {.op = "Pad", .family = kFamily, .shape = pad, .grads = "ANNN", .variant = pad_mode,
      .note = "copies; constant mode keeps nothing (backward slices the gradient)"},
     {.op = "PadKeepingInput", .family = kFamily, .shape = pad, .saved_inputs = bits({0}), .grads = "ANNN",
-     .domain = "memest", .note = "Pad in reflect/edge mode (reflection_pad, replication_pad): keeps its input"},
+     .input_grad_contiguous = true, .domain = "memest", .note = "Pad in reflect/edge mode (reflection_pad, replication_pad): keeps its input"},
     // Every upsample_* kernel is on autocast's fp32 list (autocast_mode.cpp AT_FORALL_FP32):
     // a half input is cast up and the result is fp32 (traces13 rnd5_27: trilinear).
     // A channels-last input gives a channels-last output (upsample_*_out_cuda allocate in
