@@ -249,8 +249,11 @@ constexpr const char* kFamily = "norm";
 
 const OpInfo kOps[] = {
     {.op = "BatchNormalization", .family = kFamily, .shape = batch_norm, .saved_inputs = bits({0, 1}),
-     .saved_extra = batch_norm_stats, .grads = "AAANN", .overwritable_output = true,
-     .note = "training batch_norm: keeps input, weight and fp32 mean/invstd per channel"},
+     .saved_extra = batch_norm_stats, .grads = "AAANN", .layout = Layout::Conv, .overwritable_output = true,
+     .note = "training batch_norm: keeps input, weight and fp32 mean/invstd per channel; its output takes the "
+             "input's suggested memory format (cudnn_batch_norm, batch_norm_cuda: empty_like(input, "
+             "suggest_memory_format)): traces28 rnd22_69's channels-last ConvTranspose + BatchNorm + LeakyReLU "
+             "reached the global mean channels-last (a 60,555,264 B reduction buffer)"},
     {.op = "LayerNormalization", .family = kFamily, .shape = layer_norm, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0, 1}), .saved_extra = layer_norm_stats, .grads = "AAA",
      .bwd_workspace = layer_norm_backward_copies,
