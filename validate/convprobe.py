@@ -12,6 +12,7 @@ fitted on one seed and checked on another (disjoint) one.
 sizes (where the weight gradient's engine, and so its workspace, changes from layer to
 layer: per-sample fp32 partials, NHWC copies, or 64 partials); `--family conv3d` only
 dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelope most).
+`--family pointwise-cl` draws dense 1x1 stride-1 layers on channels-last inputs.
 `--family channels-last` draws as `any` does (a third depthwise), the input in
 channels-last strides; `--family depthwise` only depthwise layers, three in four
 channels-last. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
@@ -93,6 +94,15 @@ def draw_conv3d(r):
     return {"nd": 3, "transposed": False, "n": n, "cin": cin, "cout": cout, "spatial": spatial, "k": k,
             "stride": stride, "pad": pad, "dil": dil, "groups": 1, "dtype": r.choice(["float32", "float16", "bfloat16"]),
             "opad": 0, "bias": r.random() < 0.5}
+
+
+def draw_pointwise_cl(r):
+    """Dense 1x1 stride-1 2-D convolutions (draw_pointwise and draw_pointwise_wide's sizes)
+    on channels-last inputs: ConvNeXt's conv_mlp blocks after a channel LayerNorm and GELU
+    run their 1x1 layers so, and memest's contiguous pointwise rule does not apply."""
+    c = draw_pointwise_wide(r) if r.random() < 0.5 else draw_pointwise(r)
+    c["channels_last"] = True
+    return c
 
 
 def draw_channels_last(r):
@@ -184,6 +194,7 @@ def draw_conv1d_long(r):
 
 
 FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
+            "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise,
             "tconv3d": draw_tconv3d, "dilated": draw_dilated,
             "conv1d-long": draw_conv1d_long}
