@@ -9,13 +9,25 @@ namespace memest {
 std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::vector<int8_t>& given,
                                                    const Shape& out) {
   // layout[i]: memory position of logical dim i (0 outermost); {}: contiguous;
-  // {-1}: strides unknown.
+  // {-1}: strides unknown. A position no dim holds is a hole: the two dims around it
+  // are not adjacent in memory (a dim cut away by a split lay there; layout_narrow).
   std::vector<int8_t> layout = given;
   if (layout.empty()) {
     for (size_t i = 0; i < in.size() && i < 64; ++i) layout.push_back(static_cast<int8_t>(i));
   }
   if (layout.size() != in.size()) return std::nullopt;
   const Expr one(1);
+  std::vector<bool> held(128, false);
+  for (int8_t v : layout) {
+    if (v < 0) return std::nullopt;
+    held[static_cast<size_t>(v)] = true;
+  }
+  auto hole_between = [&](int8_t a, int8_t b) {
+    for (int v = a + 1; v < b; ++v) {
+      if (!held[static_cast<size_t>(v)]) return true;
+    }
+    return false;
+  };
   // Dims of size 1 have no say in memory order.
   std::vector<size_t> dims;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -25,14 +37,16 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
   std::sort(by_memory.begin(), by_memory.end(), [&](size_t a, size_t b) { return layout[a] < layout[b]; });
   std::vector<int> rank(in.size(), -1);  // memory rank among dims not of size 1
   for (size_t r = 0; r < by_memory.size(); ++r) rank[by_memory[r]] = static_cast<int>(r);
-  // Runs of logical dims that follow each other in memory in the same order: what a
-  // view may merge or split (PyTorch's computeStride).
+  // Runs of logical dims that follow each other in memory in the same order, with no
+  // hole between: what a view may merge or split (PyTorch's computeStride).
   std::vector<std::vector<size_t>> runs;
+  std::vector<bool> hole_before;  // per run: a hole between it and the run outside it in memory
   for (size_t d : dims) {
-    if (!runs.empty() && rank[d] == rank[runs.back().back()] + 1) {
+    if (!runs.empty() && rank[d] == rank[runs.back().back()] + 1 && !hole_between(layout[runs.back().back()], layout[d])) {
       runs.back().push_back(d);
     } else {
       runs.push_back({d});
+      hole_before.push_back(rank[d] > 0 && hole_between(layout[by_memory[static_cast<size_t>(rank[d] - 1)]], layout[d]));
     }
   }
   // Each run must be covered by whole output dims, in order.
@@ -64,13 +78,71 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
     keyed.push_back({{next.first, key_run[i] >= 0 ? next.second : next.second - 1}, i});
   }
   std::sort(keyed.begin(), keyed.end());
+  // A run whose first dim sits past a hole keeps a hole before it in the output.
+  std::vector<bool> hole_at_rank(in.size() + 2, false);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (hole_before[r]) hole_at_rank[static_cast<size_t>(rank[runs[r].front()])] = true;
+  }
   std::vector<int8_t> result(out.size());
   bool identity = true;
+  int shift = 0, last_run = -1;
   for (size_t p = 0; p < keyed.size(); ++p) {
-    result[keyed[p].second] = static_cast<int8_t>(p);
-    identity &= keyed[p].second == p;
+    const int run = keyed[p].first.first;
+    if (run != last_run && run >= 0 && static_cast<size_t>(run) < hole_at_rank.size() && hole_at_rank[static_cast<size_t>(run)]) {
+      ++shift;
+    }
+    last_run = run;
+    result[keyed[p].second] = static_cast<int8_t>(static_cast<int>(p) + shift);
+    identity &= keyed[p].second == p && shift == 0;
   }
   return identity ? std::vector<int8_t>{} : result;
+}
+
+// Whether a layout is a permutation of 0..rank-1 (no hole, not unknown).
+bool dense_permutation(const std::vector<int8_t>& layout) {
+  std::vector<bool> seen(layout.size(), false);
+  for (int8_t v : layout) {
+    if (v < 0 || static_cast<size_t>(v) >= layout.size() || seen[static_cast<size_t>(v)]) return false;
+    seen[static_cast<size_t>(v)] = true;
+  }
+  return true;
+}
+
+// A view of part of a strided tensor (Layout::Narrow): the input's strides. Where a dim
+// is cut (fewer elements out than in) below the outermost, the dims outside it are no
+// longer adjacent in memory to the dims inside it: the output gets a hole there
+// (reshape_layout). A dim cut to one element moves out of the way (size 1: no say), its
+// position left a hole; a dim cut partially keeps its position, with a hole opened just
+// outside it. Timm's Hiera unbinds q from a permuted qkv and views it for q_stride's amax:
+// a view in PyTorch (the amax keeps all of qkv: traces28 st_hiera_small_224); Visformer's
+// unbound q, k, v reshaped to 3-D for bmm merge across the hole: copies.
+std::vector<int8_t> narrow_layout(const Shape& in, const std::vector<int8_t>& layout, const Shape& out) {
+  const size_t rank = in.size();
+  if (layout.size() != rank || out.size() != rank || rank > 60) return {-1};
+  for (int8_t v : layout) {
+    if (v < 0) return {-1};
+  }
+  const Expr one(1);
+  int outermost = -1;  // the outermost dim in memory that is not of size 1
+  for (size_t i = 0; i < rank; ++i) {
+    if (in[i] != one && (outermost < 0 || layout[i] < layout[static_cast<size_t>(outermost)])) {
+      outermost = static_cast<int>(i);
+    }
+  }
+  std::vector<int> pos(layout.begin(), layout.end());
+  int fresh = *std::max_element(pos.begin(), pos.end()) + 1;
+  for (size_t i = 0; i < rank; ++i) {
+    if (out[i] == in[i] || static_cast<int>(i) == outermost) continue;
+    if (out[i] == one) {
+      pos[i] = fresh++;  // its old position becomes a hole
+    } else {
+      const int at = pos[i];
+      for (int& p : pos) p += p >= at ? 1 : 0;  // a hole just outside it
+      ++fresh;
+    }
+  }
+  if (fresh > 120) return {-1};
+  return std::vector<int8_t>(pos.begin(), pos.end());
 }
 
 // torch.channels_last (4-D) and torch.channels_last_3d (5-D): the channels innermost.
@@ -224,7 +296,11 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       // [B, T, H, D] whatever the query's strides.
       const DType run = out_run;
       const bool flash = run == DType::F16 || run == DType::BF16;
-      if (flash && in0 >= 0 && (layouts[in0].empty() || layouts[in0].size() == 4)) return layouts[in0];
+      // empty_like keeps q's strides only where q is dense: a q with a hole (unbound from
+      // qkv: layout_narrow) gets [B, T, H, D], as the memory-efficient kernel writes.
+      if (flash && in0 >= 0 && (layouts[in0].empty() || (layouts[in0].size() == 4 && dense_permutation(layouts[in0])))) {
+        return layouts[in0];
+      }
       return {0, 2, 1, 3};
     }
     case Layout::Recurrent: {
@@ -259,6 +335,11 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       if (offset == 0 && !t->shape->empty() && (*t->shape)[0] == one && (*s)[0] != one && s->size() >= 3) return {-1};
       return layouts[in0].empty() ? std::vector<int8_t>{} : std::vector<int8_t>{-1};
     }  // a view of a contiguous tensor, or a contiguous copy
+    case Layout::Narrow: {
+      const auto& s = g.tensors[out].shape;
+      if (!view || !t || !t->shape || !s || layouts[in0].empty()) return {};
+      return narrow_layout(*t->shape, layouts[in0], *s);
+    }
     case Layout::Elementwise:
       return elementwise_layout(g, n, layouts);
     case Layout::Conv:

@@ -166,6 +166,8 @@ class PeakTracker {
 /// when the reshape must copy.
 std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::vector<int8_t>& layout,
                                                    const Shape& out);
+/// The layout of a view of part of a strided tensor (split, slice): see layout.cc.
+std::vector<int8_t> narrow_layout(const Shape& in, const std::vector<int8_t>& layout, const Shape& out);
 /// A 4-D [N, C, H, W] tensor stored as N, H, W, C (torch.channels_last).
 bool is_channels_last(const std::vector<int8_t>& layout);
 /// The memory layout of node n's output tensor `out` (see Layout), given its inputs'

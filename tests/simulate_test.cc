@@ -272,6 +272,39 @@ TEST_CASE("a reshape of a permuted tensor is a view exactly when PyTorch's strid
   CHECK(merged->empty());
 }
 
+TEST_CASE("a tensor unbound from a permuted qkv keeps a hole where its siblings lay") {
+  const Expr b = Expr::symbol("batch");
+  // Visformer: qkv [B, 3, H, D, N] permuted (1, 0, 2, 4, 3) is [3, B, H, N, D] with memory
+  // positions {1, 0, 2, 4, 3}; unbind's q is [1, B, H, N, D] cut in dim 0, which is not
+  // outermost in memory: it moves out of the way and leaves position 1 a hole.
+  const Shape qkv{Expr(3), b, Expr(3), Expr(196), Expr(64)};
+  const Shape q5{Expr(1), b, Expr(3), Expr(196), Expr(64)};
+  const std::vector<int8_t> q_layout = narrow_layout(qkv, {1, 0, 2, 4, 3}, q5);
+  CHECK(q_layout == std::vector<int8_t>{5, 0, 2, 4, 3});
+  // Squeezed to [B, H, N, D], the hole stays between B and H...
+  const auto q = reshape_layout(q5, q_layout, Shape{b, Expr(3), Expr(196), Expr(64)});
+  REQUIRE(q.has_value());
+  CHECK(*q == std::vector<int8_t>{0, 2, 4, 3});
+  // ... so bmm's reshape to [B*H, N, D] merges across it: a copy, as PyTorch makes.
+  CHECK_FALSE(reshape_layout(Shape{b, Expr(3), Expr(196), Expr(64)}, *q, Shape{b * Expr(3), Expr(196), Expr(64)})
+                  .has_value());
+  // Hiera: qkv [B, N, W, 3, H, D] permuted (3, 0, 4, 2, 1, 5); q [B, H, W, N, D] viewed as
+  // [B, H, W, 4, N/4, D] splits N alone, a view (q_stride's amax keeps all of qkv).
+  const Shape h6{Expr(3), b, Expr(2), Expr(49), Expr(64), Expr(96)};
+  const Shape hq6{Expr(1), b, Expr(2), Expr(49), Expr(64), Expr(96)};
+  const std::vector<int8_t> hq = narrow_layout(h6, {3, 0, 4, 2, 1, 5}, hq6);
+  const auto hq5 = reshape_layout(hq6, hq, Shape{b, Expr(2), Expr(49), Expr(64), Expr(96)});
+  REQUIRE(hq5.has_value());
+  CHECK(reshape_layout(Shape{b, Expr(2), Expr(49), Expr(64), Expr(96)}, *hq5,
+                       Shape{b, Expr(2), Expr(49), Expr(4), Expr(16), Expr(96)})
+            .has_value());
+  // A cut of the outermost dim leaves the layout as it was; one that leaves several
+  // elements of an inner dim opens a hole just outside it.
+  CHECK(narrow_layout(Shape{Expr(8), Expr(4)}, {0, 1}, Shape{Expr(2), Expr(4)}) == std::vector<int8_t>{0, 1});
+  CHECK(narrow_layout(Shape{Expr(8), Expr(4)}, {1, 0}, Shape{Expr(8), Expr(2)}) == std::vector<int8_t>{1, 0});
+  CHECK(narrow_layout(Shape{Expr(8), Expr(4)}, {1, 0}, Shape{Expr(2), Expr(4)}) == std::vector<int8_t>{2, 0});
+}
+
 TEST_CASE("the committed peak leaves out refusable workspaces and bounds a capped replay from below") {
   // A (1000 B) lives across a cuDNN-style workspace W (5000 B, may fail) and B (600 B).
   Program p;

@@ -8,6 +8,7 @@ A row is one case of one comparison (test name, model, config): its peak error i
 """
 import os
 import re
+import signal
 import statistics
 import sys
 
@@ -55,4 +56,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     sys.exit(main(sys.argv[1:]))

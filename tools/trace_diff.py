@@ -13,6 +13,7 @@ import argparse
 import collections
 import json
 import lzma
+import signal
 import subprocess
 import sys
 
@@ -75,4 +76,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     sys.exit(main())

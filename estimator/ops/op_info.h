@@ -92,6 +92,10 @@ enum class Layout : uint8_t {
   /// TensorIterator's: the memory order of the first input of the output's shape (a
   /// broadcast operand has no say); a channels-last x stays so through x * scale + y.
   Elementwise,
+  /// A view of part of the input (split, unbind, slice): the input's strides, each dim
+  /// cut to fewer elements. Known when every cut dim is left with one element or is the
+  /// outermost in memory (merging it with a neighbour stays a view); else unknown.
+  Narrow,
   /// The output takes its input's suggested memory format: channels-last when a 4-D
   /// input is, else contiguous (cuDNN's convolutions; max/avg pooling and upsampling,
   /// whose CUDA kernels allocate in input.suggest_memory_format()).
