@@ -420,4 +420,23 @@ TEST_CASE("conv: the weight gradient of a dense 1x1 convolution switches engines
   }
 }
 
+// The same layer on a channels-last input in half precision (pointwise_wgrad_channels_last):
+// cuDNN's NHWC engine, at most one slice of fp32 partials per SM, bounded by (x + y) / 2.
+TEST_CASE("conv: a dense 1x1 convolution on a channels-last input in half precision, split-K bounded") {
+  // ConvNeXt-atto's stage-0 fc2: x [batch, 640, 56, 56] -> 160 channels, fp16.
+  // (x + y) / 2 = (640 + 160) * 3136 * 2 / 2 = 2508800 B a sample, plus 1 MiB; at most
+  // 132 slices of 640 * 160 * 4 = 409600 B: 54067200 + 1048576 = 55115776 B.
+  Graph g = infer("input x float32 batch,640,56,56\nparam w float32 160,640,1,1\nnode Conv x w -> y");
+  const Node& n = producer(g, "y");
+  const Workspace ws = n.info->bwd_workspace(g, n, DType::F16, true, true);
+  CHECK(ws.bytes.str() == "2508800*batch + 1048576");
+  CHECK(ws.switch_above == 55115776);
+  CHECK(ws.above.str() == "55115776");
+  // The first layer's call (no input gradient) takes the same.
+  CHECK(n.info->bwd_workspace(g, n, DType::F16, false, true).bytes.str() == "2508800*batch + 1048576");
+  // fp32 layers keep the general envelope (their probes reach 31 (x + y)).
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).bytes.str() != "5017600*batch + 1048576");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, true).switch_above == 0);
+}
+
 }  // namespace memest

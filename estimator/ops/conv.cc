@@ -469,6 +469,41 @@ std::optional<Workspace> pointwise_wgrad(const Graph& g, const Node& n, DType ru
   return Workspace(batch * Expr(partials), last * partials, batch * Expr(copies));
 }
 
+// The same layer on a channels-last input in half precision (ConvNeXt's conv_mlp blocks
+// after a channel LayerNorm and GELU): cuDNN's NHWC engine splits the positions into at
+// most one slice per SM and sums fp32 partials of the weight (workspaces of 4 to 132 x
+// Cin x Cout x 4 B, never above 0.42 (x + y)). validate/results/
+// convprobe-pointwise-cl-h200-torch2.11.jsonl.xz: seed 37 fitted, seed 38 checked: the
+// bound min(x + y / 2, 132 partials) + 1 MiB misses none of either (7.6 x measured in all,
+// where the general envelope took 22 x). fp32 layers keep the general envelope (their
+// workspaces reach 31 (x + y)); nullopt for any other layer.
+constexpr int64_t kPointwiseClSplits = 132;  // an H200's SMs: the most slices probed
+std::optional<Workspace> pointwise_wgrad_channels_last(const Graph& g, const Node& n, DType run) {
+  if (n.op != "Conv" || n.attr_int("group", 1) != 1 || (run != DType::F16 && run != DType::BF16) ||
+      !n.has_input(0) || !n.has_input(1) || n.outputs.empty()) {
+    return std::nullopt;
+  }
+  const auto& xs = g.tensors[n.inputs[0]].shape;
+  const auto& ws = g.tensors[n.inputs[1]].shape;
+  const auto& ys = g.tensors[n.outputs[0]].shape;
+  if (!xs || !ws || !ys || xs->size() != 4 || ws->size() != 4) return std::nullopt;
+  if ((*ws)[2] != Expr(1) || (*ws)[3] != Expr(1)) return std::nullopt;
+  for (int64_t s : n.attr_ints("strides", {1, 1})) {
+    if (s != 1) return std::nullopt;
+  }
+  for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0})) {
+    if (p != 0) return std::nullopt;
+  }
+  const auto cin = (*ws)[1].as_const(), cout = (*ws)[0].as_const();
+  if (!cin || !cout) return std::nullopt;
+  const int64_t es = dtype_size(run);
+  const Expr half_copies = (product(*xs) + product(*ys)) * Expr(es);  // x + y, halved below
+  const auto halved = half_copies.floordiv(2);
+  const Expr bytes = (halved ? *halved : half_copies) + Expr(int64_t{1} << 20);
+  const int64_t cap = kPointwiseClSplits * *cin * *cout * 4 + (int64_t{1} << 20);
+  return Workspace(bytes, cap, Expr(cap));
+}
+
 // wgrad's, after the weight's gradient. A first layer (input without gradient)
 // computes the weight's gradient alone. A dense 1x1 layer the table does not hold
 // exactly follows pointwise_wgrad.
@@ -476,6 +511,9 @@ Workspace conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool inpu
   const auto layer = layer_of(g, n, run, channels_last);
   if (!layer || !exact_row(*layer)) {
     if (auto p = pointwise_wgrad(g, n, run, channels_last)) return *p;
+    if (channels_last) {
+      if (auto p = pointwise_wgrad_channels_last(g, n, run)) return *p;
+    }
   }
   const auto w = cudnn_workspaces(g, n, run, channels_last);
   if (w) return at_batch(g, n, input_grad ? w->bwd_weight : w->bwd_first);
