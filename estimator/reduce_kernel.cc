@@ -57,4 +57,51 @@ int64_t reduce_buffer_bytes(int64_t outputs, int64_t inputs, const ReduceLaunch&
   return l.acc_bytes * outputs * ctas * (l.reduces_innermost ? 1 : bw * ov);
 }
 
+std::optional<ReducePlan> plan_reduction(const Shape& x, const std::vector<int8_t>& layout,
+                                         const std::vector<int64_t>& axes, DType dtype, int64_t sm_count,
+                                         int64_t threads_per_sm) {
+  if (axes.empty() || x.size() > 64 || (!layout.empty() && layout.size() != x.size())) return std::nullopt;
+  // Dims by memory position, innermost last; dims of size 1 have no say.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] != Expr(1)) order.push_back(i);
+  }
+  if (order.empty()) return std::nullopt;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return layout.empty() ? a < b : layout[a] < layout[b];
+  });
+  auto reduced = [&](size_t d) { return std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end(); };
+  ReducePlan p{{}, Expr(1), Expr(1)};
+  int runs = 0;
+  for (size_t r = 0; r < order.size(); ++r) {
+    const bool red = reduced(order[r]);
+    (red ? p.inputs : p.outputs) = (red ? p.inputs : p.outputs) * x[order[r]];
+    if (red && (r == 0 || !reduced(order[r - 1]))) ++runs;
+  }
+  if (p.inputs == Expr(1)) return std::nullopt;
+  ReduceLaunch& l = p.launch;
+  l.reduces_innermost = reduced(order.back());
+  l.one_reduce_dim = runs == 1;
+  l.acc_bytes = dtype == DType::F64 ? 8 : 4;
+  l.input_vec = dtype_size(dtype) == 2 ? 8 : 4;
+  // Outputs per thread: 4, halved until it divides the innermost dim (an unknown one is
+  // taken at 4, the largest buffer).
+  const auto inner = x[order.back()].as_const();
+  l.output_vec = 4;
+  while (inner && l.output_vec > 1 && *inner % l.output_vec != 0) l.output_vec /= 2;
+  l.sm_count = sm_count;
+  l.threads_per_sm = threads_per_sm;
+  return p;
+}
+
+std::optional<std::vector<int64_t>> broadcast_axes(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return std::nullopt;
+  std::vector<int64_t> axes;
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (d < lead || (in[d - lead] == Expr(1) && out[d] != Expr(1))) axes.push_back(static_cast<int64_t>(d));
+  }
+  return axes;
+}
+
 }  // namespace memest

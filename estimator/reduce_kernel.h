@@ -4,6 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "estimator/ir.h"
 
 namespace memest {
 
@@ -24,5 +28,23 @@ struct ReduceLaunch {
 /// Bytes of the global buffer for `outputs` outputs of `inputs` inputs each; 0 when the
 /// launch reduces within a block (or the GPU's size is not known).
 int64_t reduce_buffer_bytes(int64_t outputs, int64_t inputs, const ReduceLaunch& l);
+
+/// A reduction of a tensor of shape x stored in `layout` (layout.cc's convention; {}
+/// contiguous) over `axes`, run in `dtype`: its launch, its outputs' count and each
+/// output's inputs (symbolic; reduce_buffer_bytes takes them evaluated).
+struct ReducePlan {
+  ReduceLaunch launch;
+  Expr outputs;
+  Expr inputs;
+};
+/// nullopt when nothing is reduced, a shape is too large or the layout is unknown.
+std::optional<ReducePlan> plan_reduction(const Shape& x, const std::vector<int8_t>& layout,
+                                         const std::vector<int64_t>& axes, DType dtype, int64_t sm_count,
+                                         int64_t threads_per_sm);
+
+/// The dims of `out` along which a tensor of shape `in` is broadcast to it (numpy rules:
+/// missing leading dims, and dims of size 1 against a larger one): what sum_to_size
+/// reduces its gradient over. nullopt when `in` has more dims than `out`.
+std::optional<std::vector<int64_t>> broadcast_axes(const Shape& in, const Shape& out);
 
 }  // namespace memest

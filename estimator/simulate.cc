@@ -663,44 +663,14 @@ class Builder : public StepMemory {
   int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype,
                        const std::vector<int8_t>& layout) {
     const Target& target = *cfg_.target;
-    if (target.sm_count == 0 || t < 0 || !g_.tensors[t].shape) return -1;
-    const Shape& x = *g_.tensors[t].shape;
-    if (!axes || axes->empty() || x.size() > 64 || (!layout.empty() && layout.size() != x.size())) return -1;
-    // Dims by memory position, innermost last; dims of size 1 have no say.
-    std::vector<size_t> order;
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (x[i] != Expr(1)) order.push_back(i);
-    }
-    if (order.empty()) return -1;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return layout.empty() ? a < b : layout[a] < layout[b];
-    });
-    auto reduced = [&](size_t d) { return std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end(); };
-    Expr outputs(1), inputs(1);
-    int runs = 0;
-    for (size_t r = 0; r < order.size(); ++r) {
-      const bool red = reduced(order[r]);
-      (red ? inputs : outputs) = (red ? inputs : outputs) * x[order[r]];
-      if (red && (r == 0 || !reduced(order[r - 1]))) ++runs;
-    }
-    if (inputs == Expr(1)) return -1;
-    ReduceLaunch l;
-    l.reduces_innermost = reduced(order.back());
-    l.one_reduce_dim = runs == 1;
-    l.acc_bytes = dtype == DType::F64 ? 8 : 4;
-    l.input_vec = dtype_size(dtype) == 2 ? 8 : 4;
-    // Outputs per thread: 4, halved until it divides the innermost dim (an unknown one is
-    // taken at 4, the largest buffer).
-    const auto inner = x[order.back()].as_const();
-    l.output_vec = 4;
-    while (inner && l.output_vec > 1 && *inner % l.output_vec != 0) l.output_vec /= 2;
-    l.sm_count = target.sm_count;
-    l.threads_per_sm = target.threads_per_sm;
-    const int b = alloc(outputs, Category::Temporaries, k);
+    if (target.sm_count == 0 || t < 0 || !g_.tensors[t].shape || !axes) return -1;
+    auto plan = plan_reduction(*g_.tensors[t].shape, layout, *axes, dtype, target.sm_count, target.threads_per_sm);
+    if (!plan) return -1;
+    const int b = alloc(plan->outputs, Category::Temporaries, k);
     prog_.blocks[b].bounded = true;
     SizeBound sb;
-    sb.reduce = l;
-    sb.reduce_inputs = std::move(inputs);
+    sb.reduce = plan->launch;
+    sb.reduce_inputs = std::move(plan->inputs);
     prog_.bounds.push_back({b, std::move(sb)});
     return b;
   }
@@ -730,20 +700,6 @@ class Builder : public StepMemory {
       u = v.outputs[0];
     }
     return layout_[t];
-  }
-
-  // The dims of `out` that input `in` was broadcast along (numpy rules: missing leading
-  // dims, and dims of size 1 against a larger one); nullopt when a shape is unknown.
-  std::optional<std::vector<int64_t>> broadcast_axes(int in, int out) const {
-    const auto& x = g_.tensors[in].shape;
-    const auto& y = g_.tensors[out].shape;
-    if (!x || !y || x->size() > y->size()) return std::nullopt;
-    std::vector<int64_t> axes;
-    const size_t lead = y->size() - x->size();
-    for (size_t d = 0; d < y->size(); ++d) {
-      if (d < lead || ((*x)[d - lead] == Expr(1) && (*y)[d] != Expr(1))) axes.push_back(static_cast<int64_t>(d));
-    }
-    return axes;
   }
 
   // The gradient of an input broadcast over the output's leading dims (a bias) sums the
@@ -834,7 +790,10 @@ class Builder : public StepMemory {
     for (const auto& [b, t] : full) {
       // The full gradient is grad * other: TensorIterator lays it out like the incoming
       // gradient, its first operand and of the full shape.
-      unref(reduction_buffer(k, out0, broadcast_axes(t, out0), run_dtype_[out0], grad_layout(out0)));
+      const auto axes = g_.tensors[t].shape && g_.tensors[out0].shape
+                            ? broadcast_axes(*g_.tensors[t].shape, *g_.tensors[out0].shape)
+                            : std::nullopt;
+      unref(reduction_buffer(k, out0, axes, run_dtype_[out0], grad_layout(out0)));
       unref(b);
     }
     if (info && info->sums_broadcast_grads) reduction_scratch(k, n, full);
