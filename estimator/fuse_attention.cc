@@ -92,6 +92,12 @@ int Fuser::repeat_kv_source(int t, std::vector<int>& chain) {
     if ((*es)[d] != (*us)[d]) return -1;
   }
   if ((*ts)[2] != (*xs)[2] || (*ts)[3] != (*xs)[3] || (*ts)[1] != (*es)[1] * (*es)[2]) return -1;
+  // torch.repeat_interleave exports the same way, and its copies are real: SDPA keeps
+  // them (traces28 rnd18_66: two [B, H, T, D] copies a layer, -3.5% when dropped). The
+  // dynamo exporter names the call; a legacy export cannot tell, and stays transformers'.
+  for (const Node* c : {rs, ex, un}) {
+    if (c->call >= 0 && g_.calls[static_cast<size_t>(c->call)].starts_with("aten.repeat_interleave")) return -1;
+  }
   chain.insert(chain.end(), {T(t).producer, T(e).producer, T(u).producer});
   return x;
 }

@@ -80,6 +80,28 @@ TEST_CASE("attention: repeat_kv of k and v is folded into the kernel, which take
   CHECK(a.graph.tensors[att->inputs[2]].name == "v");
 }
 
+TEST_CASE("attention: torch.repeat_interleave, spelled the same, keeps its copies (the dynamo export names it)") {
+  // The rows of a random transformer's k.repeat_interleave(2, dim=1): the dynamo exporter
+  // writes the same Unsqueeze, Expand, Reshape, each naming its aten call. Those copies are
+  // what scaled_dot_product_attention keeps (traces28 rnd18_66).
+  Graph g = read_text_graph(kGqa);
+  g.calls.push_back("aten.repeat_interleave.self_int");
+  for (Node& n : g.nodes) {
+    if (n.op == "Unsqueeze" || n.op == "Expand" || n.op == "Reshape") n.call = static_cast<int>(g.calls.size()) - 1;
+  }
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  Analysis a = analyze(std::move(g), o);
+  const Node* att = nullptr;
+  for (const Node& n : a.graph.nodes) {
+    if (!n.dead && n.op == "Attention") att = &n;
+  }
+  REQUIRE(att != nullptr);
+  CHECK(att->attr_int("gqa", 0) == 0);
+  CHECK(a.graph.tensors[att->inputs[1]].name == "kr");
+  CHECK(a.graph.tensors[att->inputs[2]].name == "vr");
+}
+
 TEST_CASE("attention: grouped k and v in fp32 run the math backend, which keeps the T x T softmax") {
   // Batch 2, fp32: the output [2, 4, 8, 2] is 512 B; then what backward keeps:
   // q * sqrt(scale) 512 B, k repeated and scaled 512 B, the softmax [2, 4, 8, 8] 2048 B,
