@@ -206,6 +206,10 @@ memest_matrix(matrix-blind13-h200-torch2.11 SETS sample19 random21)
 # after the session's last change to the estimate, compared once
 # (blind14-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind14-h200-torch2.11 SETS sample20 random22)
+# Session 19's sample (gpu_session19.sh: sample seed 21, random seed 23), measured in the
+# session's first GPU call, left unread, compared once after its last change to the
+# estimate (blind15-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind15-h200-torch2.11 SETS sample21 random23)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
