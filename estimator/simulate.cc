@@ -2,897 +2,485 @@
 // autocast casts and its weight cache, what autograd saves (from the op tables),
 // gradient flow and accumulation, zero_grad(set_to_none), the foreach optimizers,
 // GradScaler, the cuBLAS workspace, and the previous iteration's out and loss.
-#include "estimator/simulate.h"
+#include "estimator/simulate_builder.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <span>
+namespace memest::sim {
 
-#include "estimator/error.h"
-#include "estimator/finetune.h"
-#include "estimator/frames.h"
-#include "estimator/inplace.h"
-#include "estimator/ops/registry.h"
-#include "estimator/optimizer.h"
-#include "estimator/parallel.h"
-#include "estimator/simulate_facts.h"
-
-namespace memest {
-
-namespace {
-
-class Builder : public StepMemory {
- public:
-  Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
-    const size_t nt = g.tensors.size(), nn = g.nodes.size();
-    facts_.resize(nt);
-    for (size_t t = 0; t < nt; ++t) {
-      const Tensor& ten = g.tensors[t];
-      facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
-                   !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype};
-      if (ten.graph_output && ten.producer >= 0 && g.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
-    }
-    dead_.resize(nn);
-    loss_node_.resize(nn);
-    info_.resize(nn);
-    io_at_.resize(2 * nn + 1);
-    for (size_t k = 0; k < nn; ++k) {
-      const Node& n = g.nodes[k];
-      info_[k] = n.info;
-      io_at_[2 * k] = static_cast<uint32_t>(io_.size());
-      io_.insert(io_.end(), n.inputs.begin(), n.inputs.end());
-      io_at_[2 * k + 1] = static_cast<uint32_t>(io_.size());
-      io_.insert(io_.end(), n.outputs.begin(), n.outputs.end());
-    }
-    io_at_[2 * nn] = static_cast<uint32_t>(io_.size());
-    eff_.resize(io_.size());
-    for (size_t k = 0; k < nn; ++k) {
-      dead_[k] = g.nodes[k].dead;
-      loss_node_[k] = g.nodes[k].domain == "memest" && g.nodes[k].module == "loss";
-    }
-    // About 7 blocks and 12 events per node over three iterations; growing there
-    // copies them several times over.
-    prog_.blocks.reserve(nn * 8);
-    prog_.events.reserve(nn * 14);
-    refs_.reserve(nn * 8);
-    block_of_.assign(nt, -1);
-    run_dtype_.assign(nt, DType::Undefined);
-    requires_grad_.assign(nt, false);
-    layout_.assign(nt, {});
-    grad_.assign(nt, -1);
-    grad_slot_.assign(nt, -1);
-    cache_.assign(nt, -1);
-    numel_.resize(nt);
-    for (size_t t = 0; t < nt; ++t) {
-      const Tensor& ten = g.tensors[t];
-      run_dtype_[t] = ten.dtype;
-      numel_[t] = ten.shape ? product(*ten.shape) : Expr(0);
-    }
-    node_rg_.assign(nn, false);
-    trainable_ = trainable_parameters(g, cfg.train, cfg.freeze);
-    lora_a_.assign(nn, false);
-    for (size_t k = 0; k < nn; ++k) {
-      const std::string& m = g.nodes[k].module;
-      lora_a_[k] = m.find(".lora_A.") != std::string::npos || m.ends_with(".lora_A");
-    }
-    frame_release_ = frame_release_nodes(g);
-    frame_held_.resize(nn);
-    prog_.saved_by_node.resize(nn);
-    low_ = cfg.amp == Amp::BF16 ? DType::BF16 : DType::F16;
-    segment_of_.assign(nn, -1);
-    segments_ = checkpoint_segments(g, cfg.checkpoint);
-    for (size_t s = 0; s < segments_.size(); ++s) {
-      for (int k = segments_[s].first; k <= segments_[s].last; ++k) segment_of_[k] = static_cast<int>(s);
-    }
-    par_ = make_parallel(g, cfg, *this, prog_.notes);
-    seg_inputs_.resize(segments_.size());
-    seg_held_.resize(segments_.size());
-    if (!segments_.empty()) spare_cache_.assign(nt, -1);
-    std::vector<int> seen(segments_.empty() ? 0 : nt, -1);  // the last segment that saw each tensor
-    for (size_t s = 0; s < segments_.size(); ++s) {
-      // checkpoint() keeps its arguments: the activations that flow into the block.
-      for (int k = segments_[s].first; k <= segments_[s].last; ++k) {
-        for (int t : g.nodes[k].inputs) {
-          if (t < 0 || seen[t] == static_cast<int>(s)) continue;
-          seen[t] = static_cast<int>(s);
-          const int p = g.tensors[t].producer;
-          if (p >= 0 && segment_of_[p] != static_cast<int>(s)) seg_inputs_[s].push_back(t);
-        }
+Builder::Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
+  const size_t nt = g.tensors.size(), nn = g.nodes.size();
+  facts_.resize(nt);
+  for (size_t t = 0; t < nt; ++t) {
+    const Tensor& ten = g.tensors[t];
+    facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
+                 !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype};
+    if (ten.graph_output && ten.producer >= 0 && g.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
+  }
+  dead_.resize(nn);
+  loss_node_.resize(nn);
+  info_.resize(nn);
+  io_at_.resize(2 * nn + 1);
+  for (size_t k = 0; k < nn; ++k) {
+    const Node& n = g.nodes[k];
+    info_[k] = n.info;
+    io_at_[2 * k] = static_cast<uint32_t>(io_.size());
+    io_.insert(io_.end(), n.inputs.begin(), n.inputs.end());
+    io_at_[2 * k + 1] = static_cast<uint32_t>(io_.size());
+    io_.insert(io_.end(), n.outputs.begin(), n.outputs.end());
+  }
+  io_at_[2 * nn] = static_cast<uint32_t>(io_.size());
+  eff_.resize(io_.size());
+  for (size_t k = 0; k < nn; ++k) {
+    dead_[k] = g.nodes[k].dead;
+    loss_node_[k] = g.nodes[k].domain == "memest" && g.nodes[k].module == "loss";
+  }
+  // About 7 blocks and 12 events per node over three iterations; growing there
+  // copies them several times over.
+  prog_.blocks.reserve(nn * 8);
+  prog_.events.reserve(nn * 14);
+  refs_.reserve(nn * 8);
+  block_of_.assign(nt, -1);
+  run_dtype_.assign(nt, DType::Undefined);
+  requires_grad_.assign(nt, false);
+  layout_.assign(nt, {});
+  grad_.assign(nt, -1);
+  grad_slot_.assign(nt, -1);
+  cache_.assign(nt, -1);
+  numel_.resize(nt);
+  for (size_t t = 0; t < nt; ++t) {
+    const Tensor& ten = g.tensors[t];
+    run_dtype_[t] = ten.dtype;
+    numel_[t] = ten.shape ? product(*ten.shape) : Expr(0);
+  }
+  node_rg_.assign(nn, false);
+  trainable_ = trainable_parameters(g, cfg.train, cfg.freeze);
+  lora_a_.assign(nn, false);
+  for (size_t k = 0; k < nn; ++k) {
+    const std::string& m = g.nodes[k].module;
+    lora_a_[k] = m.find(".lora_A.") != std::string::npos || m.ends_with(".lora_A");
+  }
+  frame_release_ = frame_release_nodes(g);
+  frame_held_.resize(nn);
+  prog_.saved_by_node.resize(nn);
+  low_ = cfg.amp == Amp::BF16 ? DType::BF16 : DType::F16;
+  segment_of_.assign(nn, -1);
+  segments_ = checkpoint_segments(g, cfg.checkpoint);
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    for (int k = segments_[s].first; k <= segments_[s].last; ++k) segment_of_[k] = static_cast<int>(s);
+  }
+  par_ = make_parallel(g, cfg, *this, prog_.notes);
+  seg_inputs_.resize(segments_.size());
+  seg_held_.resize(segments_.size());
+  if (!segments_.empty()) spare_cache_.assign(nt, -1);
+  std::vector<int> seen(segments_.empty() ? 0 : nt, -1);  // the last segment that saw each tensor
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    // checkpoint() keeps its arguments: the activations that flow into the block.
+    for (int k = segments_[s].first; k <= segments_[s].last; ++k) {
+      for (int t : g.nodes[k].inputs) {
+        if (t < 0 || seen[t] == static_cast<int>(s)) continue;
+        seen[t] = static_cast<int>(s);
+        const int p = g.tensors[t].producer;
+        if (p >= 0 && segment_of_[p] != static_cast<int>(s)) seg_inputs_[s].push_back(t);
       }
     }
   }
+}
 
-  Program run() {
-    setup();
-    for (int it = 0; it < cfg_.iterations; ++it) {
-      iter_ = static_cast<uint8_t>(it);
-      phase_ = Phase::ZeroGrad;
-      if (par_) par_->zero_grad();
-      for (auto& [param, block] : param_grads_) {
-        unref(block);
-        grad_slot_[param] = -1;
-      }
-      param_grads_.clear();
-      // --grad-accum K: the .grad tensors persist across the K micro-steps, and
-      // AccumulateGrad adds the 2nd..Kth gradients into them (accumulate()).
-      for (int micro = 0; micro < std::max(1, cfg_.grad_accum); ++micro) {
-        phase_ = Phase::Forward;
-        forward();
-        if (it == 0 && micro == 0) size_targets_like_outputs();
-        phase_ = Phase::Backward;
-        backward();
-      }
-      phase_ = Phase::Optimizer;
-      step();
+Program Builder::run() {
+  setup();
+  for (int it = 0; it < cfg_.iterations; ++it) {
+    iter_ = static_cast<uint8_t>(it);
+    phase_ = Phase::ZeroGrad;
+    if (par_) par_->zero_grad();
+    for (auto& [param, block] : param_grads_) {
+      unref(block);
+      grad_slot_[param] = -1;
     }
-    return std::move(prog_);
-  }
-
- private:
-  // ---- allocation bookkeeping -------------------------------------------------
-  // StepMemory: what a data-parallel wrapper (parallel.h) allocates and frees.
-  int allocate(Expr bytes, Category c, int node) override { return alloc(std::move(bytes), c, node); }
-  void hold(int b) override { ref(b); }
-  void release(int b) override { unref(b); }
-
-  int alloc(Expr bytes, Category c, int node) {
-    int b = static_cast<int>(prog_.blocks.size());
-    prog_.blocks.push_back({.bytes = std::move(bytes), .node = node, .category = c});
-    refs_.push_back(1);
-    prog_.events.push_back({Event::Alloc, phase_, iter_, b});
-    return b;
-  }
-  // An algorithm's workspace (cuDNN): under a memory cap a refused workspace makes
-  // cuDNN try the next algorithm, which needs less, rather than fail the step.
-  int workspace(Expr bytes, int node) {
-    const int b = alloc(std::move(bytes), Category::Workspace, node);
-    prog_.blocks[b].may_fail = true;
-    return b;
-  }
-  // An op's scratch (OpInfo's workspace hooks): a cuDNN workspace, or a temporary where
-  // the op says so; -1 when it takes none. A size-dependent choice of algorithm
-  // (Workspace::switch_above) goes to the block's bound, made when the program is evaluated.
-  int scratch(Workspace ws, bool temporary, int node) {
-    if (ws.bytes.is_zero()) return -1;
-    const int b = temporary ? alloc(std::move(ws.bytes), Category::Temporaries, node) : workspace(std::move(ws.bytes), node);
-    if (ws.switch_above > 0) {
-      prog_.blocks[b].bounded = true;
-      SizeBound sb;
-      sb.switch_above = ws.switch_above;
-      sb.above = std::move(ws.above);
-      prog_.bounds.push_back({b, std::move(sb)});
+    param_grads_.clear();
+    // --grad-accum K: the .grad tensors persist across the K micro-steps, and
+    // AccumulateGrad adds the 2nd..Kth gradients into them (accumulate()).
+    for (int micro = 0; micro < std::max(1, cfg_.grad_accum); ++micro) {
+      phase_ = Phase::Forward;
+      forward();
+      if (it == 0 && micro == 0) size_targets_like_outputs();
+      phase_ = Phase::Backward;
+      backward();
     }
-    return b;
+    phase_ = Phase::Optimizer;
+    step();
   }
-  void unref(int b) {
-    if (b < 0) return;
-    if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
-  }
-  Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
-  bool on_gpu(int t) const { return facts_[t].on_gpu; }
-  bool channels_last(int t) const { return t >= 0 && is_channels_last(layout_[t]); }
-  std::span<const int> inputs(int k) const { return span(io_at_[2 * k], io_at_[2 * k + 1]); }
-  std::span<const int> outputs(int k) const { return span(io_at_[2 * k + 1], io_at_[2 * k + 2]); }
-  std::span<const int> span(uint32_t from, uint32_t to) const { return {io_.data() + from, io_.data() + to}; }
-  /// Node k's inputs as its op saw them (forward fills them, backward reads them).
-  std::span<EffectiveInput> effective(int k) { return {eff_.data() + io_at_[2 * k], eff_.data() + io_at_[2 * k + 1]}; }
-  std::span<const EffectiveInput> effective(int k) const {
-    return {eff_.data() + io_at_[2 * k], eff_.data() + io_at_[2 * k + 1]};
-  }
-  void ref(int b, int times = 1) {
-    if (b >= 0) refs_[b] += times;
-  }
+  return std::move(prog_);
+}
 
-  // ---- setup: model.cuda(), optimizer, x and y ----------------------------------
-  void setup() {
-    phase_ = Phase::Setup;
-    for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      const Tensor& ten = g_.tensors[t];
-      if (ten.kind == TensorKind::Parameter && !ten.consumers.empty()) {
-        block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Parameters, -1);
-        requires_grad_[t] = trainable_[t];
-        params_.push_back(static_cast<int>(t));
-      } else if (ten.kind == TensorKind::Buffer && !ten.consumers.empty()) {
-        block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
-      } else if (ten.kind == TensorKind::Constant && on_gpu(t) && !ten.consumers.empty() && !ten.fvalue) {
-        block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
-      }
-    }
-    if (par_) par_->wrap(params_, block_of_);  // DDP(model) / fully_shard: before the inputs
-    for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      if (g_.tensors[t].kind != TensorKind::Input) continue;
-      block_of_[t] = alloc(bytes_of(t, g_.tensors[t].dtype), Category::Inputs, -1);
-      if (g_.tensors[t].dtype_follows >= 0) follows_.push_back(static_cast<int>(t));
+// ---- setup: model.cuda(), optimizer, x and y ----------------------------------
+void Builder::setup() {
+  phase_ = Phase::Setup;
+  for (size_t t = 0; t < g_.tensors.size(); ++t) {
+    const Tensor& ten = g_.tensors[t];
+    if (ten.kind == TensorKind::Parameter && !ten.consumers.empty()) {
+      block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Parameters, -1);
+      requires_grad_[t] = trainable_[t];
+      params_.push_back(static_cast<int>(t));
+    } else if (ten.kind == TensorKind::Buffer && !ten.consumers.empty()) {
+      block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
+    } else if (ten.kind == TensorKind::Constant && on_gpu(t) && !ten.consumers.empty() && !ten.fvalue) {
+      block_of_[t] = alloc(bytes_of(t, ten.dtype), Category::Buffers, -1);
     }
   }
-
-  // A target made like the output (mse) takes the output's run-time dtype, known only
-  // once the forward has run: its setup allocation is resized in place.
-  void size_targets_like_outputs() {
-    for (int t : follows_) {
-      const DType d = run_dtype_[g_.tensors[t].dtype_follows];
-      if (d == DType::Undefined || d == run_dtype_[t]) continue;
-      run_dtype_[t] = d;
-      prog_.blocks[block_of_[t]].bytes = bytes_of(t, d);
-    }
+  if (par_) par_->wrap(params_, block_of_);  // DDP(model) / fully_shard: before the inputs
+  for (size_t t = 0; t < g_.tensors.size(); ++t) {
+    if (g_.tensors[t].kind != TensorKind::Input) continue;
+    block_of_[t] = alloc(bytes_of(t, g_.tensors[t].dtype), Category::Inputs, -1);
+    if (g_.tensors[t].dtype_follows >= 0) follows_.push_back(static_cast<int>(t));
   }
+}
 
-  // ---- forward -----------------------------------------------------------------
-  // Type promotion (c10::result_type): among floating inputs, a zero-dim tensor (the
-  // exporters' constant for a Python scalar: 0.5 * x) gives way to any tensor with dims,
-  // so 0.5 * half stays half. GPU traces of gpt2_hf's tanh GELU under fp16 autocast:
-  // 0.5 * x is kept in half beside pow's fp32 chain.
-  DType widest_float(std::span<const EffectiveInput> in, DType fallback) const {
-    DType best = DType::Undefined, best_scalar = DType::Undefined;
-    for (const auto& e : in) {
-      if (e.tensor < 0 || !is_floating(e.dtype)) continue;
-      const auto& shape = g_.tensors[e.tensor].shape;
-      DType& slot = shape && shape->empty() ? best_scalar : best;
-      if (slot == DType::Undefined || dtype_size(e.dtype) > dtype_size(slot)) slot = e.dtype;
-    }
-    if (best == DType::Undefined) best = best_scalar;
-    return best == DType::Undefined ? fallback : best;
+// A target made like the output (mse) takes the output's run-time dtype, known only
+// once the forward has run: its setup allocation is resized in place.
+void Builder::size_targets_like_outputs() {
+  for (int t : follows_) {
+    const DType d = run_dtype_[g_.tensors[t].dtype_follows];
+    if (d == DType::Undefined || d == run_dtype_[t]) continue;
+    run_dtype_[t] = d;
+    prog_.blocks[block_of_[t]].bytes = bytes_of(t, d);
   }
+}
 
-  void forward() {
-    bool released_prev_out = false;
-    if (par_) par_->forward_begin();
-    for (size_t k = 0; k < g_.nodes.size(); ++k) {
-      if (dead_[k]) continue;
-      if (par_) par_->before_forward(static_cast<int>(k));
-      if (!released_prev_out && loss_node_[k]) {
-        // `out = model(x)` rebinds: the previous iteration's output goes now.
-        for (int b : prev_out_) unref(b);
-        prev_out_.clear();
-        released_prev_out = true;
-      }
-      const int seg = segment_of_[k];
-      if (seg >= 0 && static_cast<int>(k) == segments_[seg].first) {
-        for (int t : seg_inputs_[seg]) {
-          ref(block_of_[t]);
-          seg_held_[seg].push_back(block_of_[t]);
-        }
-      }
-      forward_node(static_cast<int>(k));
-      for (int b : frame_held_[k]) unref(b);
-      frame_held_[k].clear();
-      if (par_) par_->after_forward(static_cast<int>(k));
-    }
-    if (!released_prev_out) {
+// ---- forward -----------------------------------------------------------------
+// Type promotion (c10::result_type): among floating inputs, a zero-dim tensor (the
+// exporters' constant for a Python scalar: 0.5 * x) gives way to any tensor with dims,
+// so 0.5 * half stays half. GPU traces of gpt2_hf's tanh GELU under fp16 autocast:
+// 0.5 * x is kept in half beside pow's fp32 chain.
+DType Builder::widest_float(std::span<const EffectiveInput> in, DType fallback) const {
+  DType best = DType::Undefined, best_scalar = DType::Undefined;
+  for (const auto& e : in) {
+    if (e.tensor < 0 || !is_floating(e.dtype)) continue;
+    const auto& shape = g_.tensors[e.tensor].shape;
+    DType& slot = shape && shape->empty() ? best_scalar : best;
+    if (slot == DType::Undefined || dtype_size(e.dtype) > dtype_size(slot)) slot = e.dtype;
+  }
+  if (best == DType::Undefined) best = best_scalar;
+  return best == DType::Undefined ? fallback : best;
+}
+
+void Builder::forward() {
+  bool released_prev_out = false;
+  if (par_) par_->forward_begin();
+  for (size_t k = 0; k < g_.nodes.size(); ++k) {
+    if (dead_[k]) continue;
+    if (par_) par_->before_forward(static_cast<int>(k));
+    if (!released_prev_out && loss_node_[k]) {
+      // `out = model(x)` rebinds: the previous iteration's output goes now.
       for (int b : prev_out_) unref(b);
       prev_out_.clear();
+      released_prev_out = true;
     }
-    if (cfg_.grad_accum > 1 && !cur_loss_.empty()) {
-      // `loss = loss_fn(out, y) / K`: a new scalar, and the undivided loss goes (DivBackward0
-      // by a Python number saves neither).
-      const int divided = alloc(Expr(4), Category::Activations, -1);
-      unref(cur_loss_[0]);
-      cur_loss_[0] = divided;
-    }
-    // Leaving the autocast region clears its cache; saved references keep what backward needs.
-    for (int& b : cache_) {
-      if (b >= 0) unref(b);
-      b = -1;
-    }
-    cached_.clear();
-    for (int b : prev_loss_) unref(b);
-    prev_loss_.clear();
-    prev_out_.swap(cur_out_);
-    prev_loss_.swap(cur_loss_);
-  }
-
-  // `recompute`: checkpoint's second forward of a segment, during backward.
-  void forward_node(int k, bool recompute = false) {
-    const Node& n = g_.nodes[k];
-    const OpInfo* info = info_[k];  // may turn into a variant below
-    const std::span<const int> ins = inputs(k), outs = outputs(k);
-    const bool amp = cfg_.amp != Amp::None;
     const int seg = segment_of_[k];
-    // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
-    const bool keep_saved = seg < 0 || recompute;
-    // A module that disables autocast (ops/modules.cc) runs its ops in their own dtypes.
-    const Autocast policy = n.autocast_off ? Autocast::None : info ? info->autocast : Autocast::Keep;
+    if (seg >= 0 && static_cast<int>(k) == segments_[seg].first) {
+      for (int t : seg_inputs_[seg]) {
+        ref(block_of_[t]);
+        seg_held_[seg].push_back(block_of_[t]);
+      }
+    }
+    forward_node(static_cast<int>(k));
+    for (int b : frame_held_[k]) unref(b);
+    frame_held_[k].clear();
+    if (par_) par_->after_forward(static_cast<int>(k));
+  }
+  if (!released_prev_out) {
+    for (int b : prev_out_) unref(b);
+    prev_out_.clear();
+  }
+  if (cfg_.grad_accum > 1 && !cur_loss_.empty()) {
+    // `loss = loss_fn(out, y) / K`: a new scalar, and the undivided loss goes (DivBackward0
+    // by a Python number saves neither).
+    const int divided = alloc(Expr(4), Category::Activations, -1);
+    unref(cur_loss_[0]);
+    cur_loss_[0] = divided;
+  }
+  // Leaving the autocast region clears its cache; saved references keep what backward needs.
+  for (int& b : cache_) {
+    if (b >= 0) unref(b);
+    b = -1;
+  }
+  cached_.clear();
+  for (int b : prev_loss_) unref(b);
+  prev_loss_.clear();
+  prev_out_.swap(cur_out_);
+  prev_loss_.swap(cur_loss_);
+}
 
-    // Inputs as the op sees them: autocast may cast them first.
-    const std::span<EffectiveInput> eff = effective(k);
-    std::fill(eff.begin(), eff.end(), EffectiveInput{});
-    std::vector<int> temps;  // cast copies owned by this call
-    for (size_t i = 0; i < ins.size(); ++i) {
-      int t = ins[i];
-      if (t < 0) continue;
-      EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
-      if (amp && i == 0 && lora_a_[k] && e.dtype == low_ && on_gpu(t)) {
-        // peft's LoRA Linear casts the adapter's input to the adapter weight's dtype
-        // (`x = self._cast_input_dtype(x, lora_A.weight.dtype)`, float32), a no-op in the
-        // exported graph; under autocast a half input becomes a float copy, which lora_A
-        // then casts down again: that second copy is what its backward keeps. GPU trace of
-        // a 1.1B Llama's LoRA on o_proj (bf16): 8 MiB per layer beside the attention output.
-        temps.push_back(alloc(bytes_of(t, DType::F32), Category::Activations, k));
-        e.dtype = DType::F32;
+// `recompute`: checkpoint's second forward of a segment, during backward.
+void Builder::forward_node(int k, bool recompute) {
+  const Node& n = g_.nodes[k];
+  const OpInfo* info = info_[k];  // may turn into a variant below
+  const std::span<const int> ins = inputs(k), outs = outputs(k);
+  const bool amp = cfg_.amp != Amp::None;
+  const int seg = segment_of_[k];
+  // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
+  const bool keep_saved = seg < 0 || recompute;
+  // A module that disables autocast (ops/modules.cc) runs its ops in their own dtypes.
+  const Autocast policy = n.autocast_off ? Autocast::None : info ? info->autocast : Autocast::Keep;
+
+  // Inputs as the op sees them: autocast may cast them first.
+  const std::span<EffectiveInput> eff = effective(k);
+  std::fill(eff.begin(), eff.end(), EffectiveInput{});
+  std::vector<int> temps;  // cast copies owned by this call
+  for (size_t i = 0; i < ins.size(); ++i) {
+    int t = ins[i];
+    if (t < 0) continue;
+    EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
+    if (amp && i == 0 && lora_a_[k] && e.dtype == low_ && on_gpu(t)) {
+      // peft's LoRA Linear casts the adapter's input to the adapter weight's dtype
+      // (`x = self._cast_input_dtype(x, lora_A.weight.dtype)`, float32), a no-op in the
+      // exported graph; under autocast a half input becomes a float copy, which lora_A
+      // then casts down again: that second copy is what its backward keeps. GPU trace of
+      // a 1.1B Llama's LoRA on o_proj (bf16): 8 MiB per layer beside the attention output.
+      temps.push_back(alloc(bytes_of(t, DType::F32), Category::Activations, k));
+      e.dtype = DType::F32;
+      e.cast = true;
+    }
+    if (amp && is_floating(e.dtype) && on_gpu(t)) {
+      DType want = DType::Undefined;
+      if (policy == Autocast::Lower && e.dtype != low_) want = low_;
+      if (policy == Autocast::Fp32 && e.dtype != DType::F32) want = DType::F32;
+      if (want != DType::Undefined) {
+        e.dtype = want;
         e.cast = true;
-      }
-      if (amp && is_floating(e.dtype) && on_gpu(t)) {
-        DType want = DType::Undefined;
-        if (policy == Autocast::Lower && e.dtype != low_) want = low_;
-        if (policy == Autocast::Fp32 && e.dtype != DType::F32) want = DType::F32;
-        if (want != DType::Undefined) {
-          e.dtype = want;
-          e.cast = true;
-          if (facts_[t].kind == TensorKind::Parameter && requires_grad_[t]) {
-            // Autocast caches the low-precision copy of a leaf weight until the region ends;
-            // only of one that requires grad (autocast_mode.cpp, can_try_cache): a frozen
-            // weight is cast anew at each use, the copy kept only if backward saves it.
-            if (cache_[t] < 0) {
-              cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
-              cached_.push_back(t);
-            }
-            e.block = cache_[t];
-          } else {
-            e.block = alloc(bytes_of(t, want), Category::Activations, k);
-            temps.push_back(e.block);
+        if (facts_[t].kind == TensorKind::Parameter && requires_grad_[t]) {
+          // Autocast caches the low-precision copy of a leaf weight until the region ends;
+          // only of one that requires grad (autocast_mode.cpp, can_try_cache): a frozen
+          // weight is cast anew at each use, the copy kept only if backward saves it.
+          if (cache_[t] < 0) {
+            cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
+            cached_.push_back(t);
           }
+          e.block = cache_[t];
+        } else {
+          e.block = alloc(bytes_of(t, want), Category::Activations, k);
+          temps.push_back(e.block);
         }
       }
-      eff[i] = e;
     }
+    eff[i] = e;
+  }
 
-    // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
-    if (info && info->variant && !eff.empty() && eff[0].tensor >= 0) {
-      if (const OpInfo* v = info->variant(g_, n, Dispatch{eff[0].dtype, &layout_})) info = info_[k] = v;
-    }
+  // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
+  if (info && info->variant && !eff.empty() && eff[0].tensor >= 0) {
+    if (const OpInfo* v = info->variant(g_, n, Dispatch{eff[0].dtype, &layout_})) info = info_[k] = v;
+  }
 
-    // Does autograd record this node?
-    bool rg = false;
-    if (info && std::strlen(info->grads) > 0) {
-      for (size_t i = 0; i < ins.size(); ++i) {
-        if (ins[i] >= 0 && requires_grad_[ins[i]] && info->grad_of(i) != 'N') rg = true;
-      }
-    } else if (!info) {
-      for (int t : ins) rg |= t >= 0 && requires_grad_[t];
-    }
-    node_rg_[k] = rg;
-
-    // Batched matmul reshapes its operands: a strided one is copied, and the copy is kept.
-    bool copied = false;
-    if (info && info->contiguous_inputs) {
-      for (auto& e : eff) {
-        if (e.tensor < 0 || e.block < 0 || layout_[e.tensor].empty()) continue;
-        const Tensor& t = g_.tensors[e.tensor];
-        if (!t.shape || t.shape->size() < 3) continue;
-        e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, k);
-        temps.push_back(e.block);
-        copied = true;
-      }
-    }
-    // Saved extras made before the outputs (OpInfo::extras_first), kept below.
-    std::vector<int> early;
-    if (rg && info && keep_saved && info->saved_extra && info->extras_first) {
-      for (const SavedExtra& x : info->saved_extra(g_, n)) {
-        early.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
-      }
-    }
-    // Outputs.
-    std::vector<int> out_blocks(outs.size(), -1);
-    for (size_t j = 0; j < outs.size(); ++j) {
-      int o = outs[j];
-      if (o < 0 || !on_gpu(o)) continue;
-      const Tensor& ot = g_.tensors[o];  // read only where the facts do not say
-      const TensorFacts& of = facts_[o];
-      DType d = of.dtype;
-      if (is_floating(d)) {
-        switch (policy) {
-          case Autocast::Lower: d = amp ? low_ : d; break;
-          case Autocast::Fp32:
-          case Autocast::Widen: d = amp ? DType::F32 : d; break;
-          case Autocast::Promote: d = widest_float(eff, d); break;
-          case Autocast::Keep: d = (!eff.empty() && eff[0].tensor >= 0 && is_floating(eff[0].dtype)) ? eff[0].dtype : d; break;
-          case Autocast::None: break;
-        }
-      }
-      run_dtype_[o] = d;
-      requires_grad_[o] = rg && is_floating(d);
-      const int in0 = eff.empty() ? -1 : eff[0].tensor;
-      const bool strided_in = in0 >= 0 && !layout_[in0].empty();
-      // A reshape of a strided tensor is a view when PyTorch's stride rule allows it.
-      std::optional<std::vector<int8_t>> reshaped;
-      const bool reshape_like = info && (info->layout == Layout::Reshape || info->layout == Layout::UnitDims);
-      if (reshape_like && strided_in && g_.tensors[in0].shape && ot.shape) {
-        reshaped = reshape_layout(*g_.tensors[in0].shape, layout_[in0], *ot.shape);
-        if (!reshaped && info->layout == Layout::UnitDims) reshaped = std::vector<int8_t>{-1};  // strides unknown
-      }
-      const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
-                         !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
-                        (j == 0 && runs_in_place(g_, n, info, eff, d, facts_, info_));
-      layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[outs[0]]);
-      if (view) {
-        out_blocks[j] = eff[0].block;
-        ref(out_blocks[j]);
-      } else if (j > 0 && of.uses == 0 && !of.graph_output) {
-        continue;  // an optional output nobody reads (BatchNorm's running stats, Dropout's mask)
-      } else {
-        out_blocks[j] = alloc(bytes_of(o, d), Category::Activations, k);
-      }
-      block_of_[o] = out_blocks[j];
-      if (!recompute) {
-        ref(out_blocks[j], of.uses);
-        if (!frame_release_.empty() && frame_release_[o] >= 0 && out_blocks[j] >= 0) {
-          ref(out_blocks[j]);
-          frame_held_[frame_release_[o]].push_back(out_blocks[j]);
-        }
-      } else {
-        for (int c : ot.consumers) {
-          if (segment_of_[c] == seg) ref(out_blocks[j]);
-        }
-      }
-      if (of.graph_output && !recompute) {
-        ref(out_blocks[j]);
-        auto& holder = loss_node_[k] ? cur_loss_ : cur_out_;
-        holder.push_back(out_blocks[j]);
-        if (j == 0 && info && info->output_keeps) {
-          for (const SavedExtra& x : info->output_keeps(g_, n)) {
-            holder.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
-          }
-        }
-      }
-    }
-    // The first cuBLAS call on the main thread creates its workspace, which then stays;
-    // addmm with a bias also creates cuBLASLt's. The call's output exists by then (GPU
-    // traces: the qkv projection's output, then the 32 MiB workspace, then 1 MiB), and
-    // where a block that stays lands decides which segments stay split.
-    if (info && info->cublas) {
-      if (!cublas_fwd_) {
-        cublas_fwd_ = true;
-        alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
-      }
-      // (A strided input sends F.linear down matmul + add instead: no epilogue.)
-      if (!cublaslt_ && ins.size() > 2 && ins[2] >= 0 && !copied) {
-        cublaslt_ = true;
-        alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
-      }
-    }
-
-    // cuDNN's RNN call takes its workspace before the reserve it keeps (GPU traces of
-    // lstm_lm: workspace, reserve, workspace freed).
-    int early_ws = -1;
-    if (info && info->fwd_workspace && info->workspace_first && !eff.empty()) {
-      early_ws = scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                             channels_last(eff[0].tensor)),
-                         false, k);
-    }
-
-    // What autograd keeps for backward.
-    if (rg && info && keep_saved) {
-      auto& saved = saved_now_[k];
-      for (size_t i = 0; i < eff.size(); ++i) {
-        if (eff[i].tensor < 0 || eff[i].block < 0) continue;
-        bool keep = info->saves_input(i);
-        if (!keep && i < 32 && (info->saved_if_other >> i) & 1u) {
-          for (size_t j = 0; j < eff.size(); ++j) {
-            // A bias (a third input outside the mask: Linear's, Gemm's C) needs neither
-            // operand for its gradient (addmm's derivative formulas).
-            const bool operand = j < 2 || (j < 32 && (info->saved_if_other >> j) & 1u);
-            if (j != i && operand && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') {
-              keep = true;
-            }
-          }
-        }
-        if (keep) {
-          ref(eff[i].block);
-          saved.push_back(eff[i].block);
-        }
-      }
-      for (size_t j = 0; j < out_blocks.size(); ++j) {
-        if (out_blocks[j] >= 0 && info->saves_output(j)) {
-          ref(out_blocks[j]);
-          saved.push_back(out_blocks[j]);
-        }
-      }
-      saved.insert(saved.end(), early.begin(), early.end());
-      if (info->saved_extra && !info->extras_first) {
-        for (const SavedExtra& x : info->saved_extra(g_, n)) {
-          const bool as_out = x.output_dtype && !outs.empty() && outs[0] >= 0;
-          const DType d = as_out ? run_dtype_[outs[0]] : x.dtype;
-          saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, k));
-        }
-      }
-    } else if (rg && !info && keep_saved) {
-      // An op memest has no entry for: assume its backward reads every input, the most
-      // it could keep short of its own outputs, so the estimate errs high.
-      auto& saved = saved_now_[k];
-      for (const auto& in : eff) {
-        if (in.tensor < 0 || in.block < 0) continue;
-        ref(in.block);
-        saved.push_back(in.block);
-      }
-    }
-    if (!(rg && keep_saved) && info && info->extras_without_grad && info->saved_extra) {
-      for (const SavedExtra& x : info->saved_extra(g_, n)) {
-        temps.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Temporaries, k));
-      }
-    }
-    if (early_ws >= 0) unref(early_ws);
-    if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {
-      unref(scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                        channels_last(eff[0].tensor)),
-                    info->scratch_is_temporary, k));
-    }
-    if (info && info->reduced_axes && !eff.empty()) unref(reduction_buffer(k, n, *info, eff[0]));
-
-    // Forward uses end: inputs, cast copies, and the outputs' creation references.
-    // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
+  // Does autograd record this node?
+  bool rg = false;
+  if (info && std::strlen(info->grads) > 0) {
     for (size_t i = 0; i < ins.size(); ++i) {
-      const int t = ins[i];
-      if (t < 0 || facts_[t].producer < 0) continue;
-      // In a recompute, inputs from outside the segment are held by checkpoint, not by uses.
-      if (recompute && segment_of_[facts_[t].producer] != seg) continue;
-      unref(block_of_[t]);
+      if (ins[i] >= 0 && requires_grad_[ins[i]] && info->grad_of(i) != 'N') rg = true;
     }
-    for (int b : temps) unref(b);
-    for (int b : out_blocks) unref(b);
+  } else if (!info) {
+    for (int t : ins) rg |= t >= 0 && requires_grad_[t];
   }
+  node_rg_[k] = rg;
 
-  // ---- backward ------------------------------------------------------------------
-  void accumulate(int t, int g) {
-    if (facts_[t].kind == TensorKind::Parameter && par_ && par_->takes_grad(t, g)) {
-      if (grad_slot_[t] < 0) {  // the optimizer still sees a gradient; the wrapper holds its memory
-        grad_slot_[t] = static_cast<int>(param_grads_.size());
-        param_grads_.push_back({t, -1});
-      }
-      return;
+  // Batched matmul reshapes its operands: a strided one is copied, and the copy is kept.
+  bool copied = false;
+  if (info && info->contiguous_inputs) {
+    for (auto& e : eff) {
+      if (e.tensor < 0 || e.block < 0 || layout_[e.tensor].empty()) continue;
+      const Tensor& t = g_.tensors[e.tensor];
+      if (!t.shape || t.shape->size() < 3) continue;
+      e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, k);
+      temps.push_back(e.block);
+      copied = true;
     }
-    if (facts_[t].kind == TensorKind::Parameter) {
-      // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
-      // (A slot per tensor, not a search of param_grads_: that was quadratic in parameters.)
-      if (grad_slot_[t] < 0) {
-        grad_slot_[t] = static_cast<int>(param_grads_.size());
-        param_grads_.push_back({t, g});
-      } else {
-        unref(g);
-      }
-      return;
+  }
+  // Saved extras made before the outputs (OpInfo::extras_first), kept below.
+  std::vector<int> early;
+  if (rg && info && keep_saved && info->saved_extra && info->extras_first) {
+    for (const SavedExtra& x : info->saved_extra(g_, n)) {
+      early.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
     }
-    if (grad_[t] < 0) {
-      grad_[t] = g;
-    } else if (refs_[grad_[t]] > 1) {
-      // The buffer aliases another gradient: the engine adds out of place.
-      int sum = alloc(bytes_of(t, run_dtype_[t]), Category::Temporaries, -1);
-      unref(grad_[t]);
-      unref(g);
-      grad_[t] = sum;
+  }
+  // Outputs.
+  std::vector<int> out_blocks(outs.size(), -1);
+  for (size_t j = 0; j < outs.size(); ++j) {
+    int o = outs[j];
+    if (o < 0 || !on_gpu(o)) continue;
+    const Tensor& ot = g_.tensors[o];  // read only where the facts do not say
+    const TensorFacts& of = facts_[o];
+    DType d = of.dtype;
+    if (is_floating(d)) {
+      switch (policy) {
+        case Autocast::Lower: d = amp ? low_ : d; break;
+        case Autocast::Fp32:
+        case Autocast::Widen: d = amp ? DType::F32 : d; break;
+        case Autocast::Promote: d = widest_float(eff, d); break;
+        case Autocast::Keep: d = (!eff.empty() && eff[0].tensor >= 0 && is_floating(eff[0].dtype)) ? eff[0].dtype : d; break;
+        case Autocast::None: break;
+      }
+    }
+    run_dtype_[o] = d;
+    requires_grad_[o] = rg && is_floating(d);
+    const int in0 = eff.empty() ? -1 : eff[0].tensor;
+    const bool strided_in = in0 >= 0 && !layout_[in0].empty();
+    // A reshape of a strided tensor is a view when PyTorch's stride rule allows it.
+    std::optional<std::vector<int8_t>> reshaped;
+    const bool reshape_like = info && (info->layout == Layout::Reshape || info->layout == Layout::UnitDims);
+    if (reshape_like && strided_in && g_.tensors[in0].shape && ot.shape) {
+      reshaped = reshape_layout(*g_.tensors[in0].shape, layout_[in0], *ot.shape);
+      if (!reshaped && info->layout == Layout::UnitDims) reshaped = std::vector<int8_t>{-1};  // strides unknown
+    }
+    const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
+                       !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
+                      (j == 0 && runs_in_place(g_, n, info, eff, d, facts_, info_));
+    layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[outs[0]]);
+    if (view) {
+      out_blocks[j] = eff[0].block;
+      ref(out_blocks[j]);
+    } else if (j > 0 && of.uses == 0 && !of.graph_output) {
+      continue;  // an optional output nobody reads (BatchNorm's running stats, Dropout's mask)
     } else {
-      unref(g);  // added in place
+      out_blocks[j] = alloc(bytes_of(o, d), Category::Activations, k);
     }
-  }
-
-  void backward() {
-    // loss.backward() (or scaler.scale(loss).backward()) seeds a ones-like gradient.
-    const int seed_t = seed_;
-    if (seed_t >= 0 && requires_grad_[seed_t]) {
-      if (cfg_.amp == Amp::FP16) {
-        int scaled = alloc(Expr(4), Category::Temporaries, -1);  // loss * scale
-        grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
-        unref(scaled);
-      } else {
-        grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
+    block_of_[o] = out_blocks[j];
+    if (!recompute) {
+      ref(out_blocks[j], of.uses);
+      if (!frame_release_.empty() && frame_release_[o] >= 0 && out_blocks[j] >= 0) {
+        ref(out_blocks[j]);
+        frame_held_[frame_release_[o]].push_back(out_blocks[j]);
       }
-      if (cfg_.grad_accum > 1) {  // DivBackward0 of `/ K`: grad / K, a new scalar
-        const int divided = alloc(Expr(4), Category::Temporaries, -1);
-        unref(grad_[seed_t]);
-        grad_[seed_t] = divided;
+    } else {
+      for (int c : ot.consumers) {
+        if (segment_of_[c] == seg) ref(out_blocks[j]);
       }
     }
-    if (par_) par_->backward_begin();
-    for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
-      if (par_) par_->visit_backward(k);
-      if (dead_[k]) continue;
-      if (!node_rg_[k]) {
-        release_saved(k);
-        continue;
-      }
-      bool have = false;
-      for (int o : outputs(k)) have |= o >= 0 && grad_[o] >= 0;
-      const int seg = segment_of_[k];
-      if (have && par_) par_->before_backward(k);  // FSDP unshards before checkpoint recomputes
-      if (have && seg >= 0 && !recomputed_[seg]) recompute_segment(seg);
-      if (have) backward_node(k);
-      if (seg >= 0 && k == segments_[seg].first) {
-        for (int b : seg_held_[seg]) unref(b);
-        seg_held_[seg].clear();
-        recomputed_[seg] = false;
-      }
-      release_saved(k);
-      for (const CastBack& c : cast_backs_) {
-        const bool param = facts_[c.tensor].kind == TensorKind::Parameter;
-        int back = alloc(bytes_of(c.tensor, run_dtype_[c.tensor]), param ? Category::Gradients : Category::Temporaries,
-                         c.node);
-        unref(c.grad);
-        accumulate(c.tensor, back);
-      }
-      cast_backs_.clear();
-    }
-    for (size_t t = 0; t < grad_.size(); ++t) {
-      if (grad_[t] >= 0) unref(grad_[t]);
-      grad_[t] = -1;
-    }
-    if (par_) par_->backward_end();
-  }
-
-  // Backward reached a checkpointed segment: run its forward again, keeping what
-  // autograd saves this time. Autocast's weight casts are made anew and dropped with
-  // the saved tensors that hold them.
-  void recompute_segment(int seg) {
-    recomputed_[seg] = true;
-    // A cache of its own, empty (spare_cache_ is all -1 between recomputes); the
-    // outer one is kept aside. Swaps and the list of what was cached, not copies of
-    // a per-tensor vector per segment.
-    std::swap(cache_, spare_cache_);
-    cached_.clear();
-    for (int j = segments_[seg].first; j <= segments_[seg].last; ++j) {
-      if (!dead_[j]) forward_node(j, /*recompute=*/true);
-    }
-    std::sort(cached_.begin(), cached_.end());  // released in tensor order
-    for (int t : cached_) {
-      unref(cache_[t]);
-      cache_[t] = -1;
-    }
-    cached_.clear();
-    std::swap(cache_, spare_cache_);
-  }
-
-  void release_saved(int k) {
-    for (int b : saved_now_[k]) unref(b);
-    if (iter_ == 0) prog_.saved_by_node[k] = saved_now_[k];  // reported per layer
-    saved_now_[k].clear();
-  }
-
-  // A CUDA reduction that spreads each output over several blocks sums their partials
-  // through a global buffer, allocated after the output and freed as the call returns
-  // (OpInfo::reduced_axes, reduce_kernel.h). Its size depends on the launch at the
-  // concrete sizes: the block's bytes are the outputs' count, bounded by the launch.
-  // -1 when there is none (or the input's strides are unknown).
-  int reduction_buffer(int k, const Node& n, const OpInfo& info, const EffectiveInput& in) {
-    if (in.tensor < 0) return -1;
-    return reduction_buffer(k, in.tensor, info.reduced_axes(g_, n), in.dtype);
-  }
-  // The same for a reduction of tensor t (in its layout) over `axes`, run in `dtype`.
-  int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype) {
-    return t < 0 ? -1 : reduction_buffer(k, t, axes, dtype, layout_[t]);
-  }
-  // ... of a tensor of t's shape stored in `layout`.
-  int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype,
-                       const std::vector<int8_t>& layout) {
-    const Target& target = *cfg_.target;
-    if (target.sm_count == 0 || t < 0 || !g_.tensors[t].shape || !axes) return -1;
-    auto plan = plan_reduction(*g_.tensors[t].shape, layout, *axes, dtype, target.sm_count, target.threads_per_sm);
-    if (!plan) return -1;
-    const int b = alloc(plan->outputs, Category::Temporaries, k);
-    prog_.blocks[b].bounded = true;
-    SizeBound sb;
-    sb.reduce = plan->launch;
-    sb.reduce_inputs = std::move(plan->inputs);
-    prog_.bounds.push_back({b, std::move(sb)});
-    return b;
-  }
-
-  // The layout of t's gradient. A gradient mostly comes in its tensor's layout (an
-  // elementwise backward follows the incoming gradient, cuDNN and pooling allocate in the
-  // input's memory format), but the backward of a mean or sum expands the gradient and
-  // divides it into a fresh, contiguous tensor (MeanBackward0). With several consumers
-  // the sum's order is not followed: t's layout.
-  // The same holds of a backward that allocates its input's gradient contiguous
-  // (OpInfo::input_grad_contiguous); views between (an unsqueeze before a mean) pass the
-  // gradient through.
-  const std::vector<int8_t>& grad_layout(int t) const {
-    static const std::vector<int8_t> kContiguous;
-    int u = t;
-    for (int hops = 0; hops < 8; ++hops) {
-      const IdList& users = g_.tensors[u].consumers;
-      if (users.size() != 1) break;
-      const OpInfo* c = info_[users[0]];
-      if (!c) break;
-      if (c->reduced_axes || c->input_grad_contiguous) return kContiguous;
-      const Node& v = g_.nodes[users[0]];
-      if (!c->view || (c->layout != Layout::UnitDims && c->layout != Layout::Reshape) || v.outputs.empty() ||
-          v.outputs[0] < 0) {
-        break;
-      }
-      u = v.outputs[0];
-    }
-    return layout_[t];
-  }
-
-  // The gradient of an input broadcast over the output's leading dims (a bias) sums the
-  // output's gradient over M rows of N columns; the reduce kernel splits long columns
-  // across thread blocks and stages their fp32 partials in a scratch buffer, held
-  // only during the sum (Target::reduce_scratch_*).
-  // Inputs in `summed` (a full-shape gradient summed by reduction_buffer) are skipped.
-  void reduction_scratch(int k, const Node& n, const std::vector<std::pair<int, int>>& summed) {
-    const Target& t = *cfg_.target;
-    if (t.reduce_scratch_cap == 0 || n.outputs.empty() || n.outputs[0] < 0) return;
-    const auto& out = g_.tensors[n.outputs[0]].shape;
-    if (!out) return;
-    for (int in : n.inputs) {
-      if (in < 0 || !requires_grad_[in] || !g_.tensors[in].shape) continue;
-      if (std::any_of(summed.begin(), summed.end(), [&](const auto& s) { return s.second == in; })) continue;
-      const Shape& full = *g_.tensors[in].shape;
-      auto first = full.begin();
-      while (first != full.end() && *first == Expr(1)) ++first;  // [1, N] broadcasts as [N]
-      const long dims = full.end() - first;
-      if (dims == 0 || static_cast<size_t>(dims) >= out->size()) continue;
-      if (!std::equal(first, full.end(), out->end() - dims)) continue;
-      const std::optional<int64_t> cols = product(Shape(first, full.end())).as_const();
-      if (!cols || *cols < t.reduce_scratch_min_cols) continue;
-      const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
-      prog_.blocks[b].bounded = true;
-      SizeBound sb;
-      sb.min_bytes = 8 * t.reduce_scratch_min_rows * *cols;
-      sb.cap_bytes = t.reduce_scratch_cap;
-      prog_.bounds.push_back({b, std::move(sb)});
-      unref(b);
-    }
-  }
-
-  void backward_node(int k) {
-    const Node& n = g_.nodes[k];
-    const OpInfo* info = info_[k];
-    const std::span<const int> ins = inputs(k), outs = outputs(k);
-    const std::span<const EffectiveInput> eff = effective(k);
-    // Backward runs on autograd's device thread, whose cuBLAS handle has its own
-    // workspace, created by the first cuBLAS call there: after that call's output (GPU
-    // traces: the LM head's weight gradient, then the 32 MiB workspace, then the input's).
-    auto first_cublas_call = [&] {
-      if (info && info->cublas && !cublas_bwd_ && cfg_.target->cublas_backward_workspace) {
-        cublas_bwd_ = true;
-        alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
-      }
-    };
-    const int out0 = outs.empty() ? -1 : outs[0];
-    const bool swap = info && info->second_grad_first && ins.size() == 2;
-    std::vector<std::pair<int, int>> full;  // (full-shape gradient, input) of broadcast inputs, summed below
-    for (size_t step = 0; step < ins.size(); ++step) {
-      const size_t i = swap ? 1 - step : step;
-      int t = ins[i];
-      if (t < 0 || !requires_grad_[t]) continue;
-      char letter = info ? info->grad_of(i) : 'A';
-      if (letter == 'N') continue;
-      const bool param = facts_[t].kind == TensorKind::Parameter;
-      const DType d = eff[i].dtype;
-      const bool summed = letter == 'A' && info && info->full_broadcast_grads && out0 >= 0 &&
-                          g_.tensors[t].shape != g_.tensors[out0].shape;
-      int gblock;
-      if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
-          *g_.tensors[t].shape == *g_.tensors[out0].shape && d == run_dtype_[out0]) {
-        gblock = grad_[out0];
-        ref(gblock);
-      } else {
-        if (summed) full.push_back({alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k), t});
-        gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
-        first_cublas_call();
-        if (i == 0 && info && info->bwd_data_workspace) {
-          const DType sd = info->scratch_is_temporary && out0 >= 0 ? run_dtype_[out0] : d;
-          unref(scratch(info->bwd_data_workspace(g_, n, sd, true, channels_last(t)), info->scratch_is_temporary, k));
+    if (of.graph_output && !recompute) {
+      ref(out_blocks[j]);
+      auto& holder = loss_node_[k] ? cur_loss_ : cur_out_;
+      holder.push_back(out_blocks[j]);
+      if (j == 0 && info && info->output_keeps) {
+        for (const SavedExtra& x : info->output_keeps(g_, n)) {
+          holder.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
         }
       }
-      if (eff[i].cast) {
-        // ToCopyBackward casts the gradient of autocast's copy back; it is a node of its
-        // own, run after this one has released its saved tensors and incoming gradients.
-        cast_backs_.push_back({t, gblock, k});
-        continue;
-      }
-      accumulate(t, gblock);
     }
-    first_cublas_call();  // when no gradient was allocated above
-    // sum_to_size of each full-shape gradient is one Reduce.cuh reduction over the dims
-    // the input was broadcast along, with its global buffer while the full gradient lives
-    // (traces26 rnd21_151: an SE gate's x * s[N, C, 1, 1] on a channels-last map, 52 MB
-    // beside two 26 MB maps; none when the map is contiguous, its H x W innermost).
-    for (const auto& [b, t] : full) {
-      // The full gradient is grad * other: TensorIterator lays it out like the incoming
-      // gradient, its first operand and of the full shape.
-      const auto axes = g_.tensors[t].shape && g_.tensors[out0].shape
-                            ? broadcast_axes(*g_.tensors[t].shape, *g_.tensors[out0].shape)
-                            : std::nullopt;
-      unref(reduction_buffer(k, out0, axes, run_dtype_[out0], grad_layout(out0)));
-      unref(b);
+  }
+  // The first cuBLAS call on the main thread creates its workspace, which then stays;
+  // addmm with a bias also creates cuBLASLt's. The call's output exists by then (GPU
+  // traces: the qkv projection's output, then the 32 MiB workspace, then 1 MiB), and
+  // where a block that stays lands decides which segments stay split.
+  if (info && info->cublas) {
+    if (!cublas_fwd_) {
+      cublas_fwd_ = true;
+      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
     }
-    if (info && info->sums_broadcast_grads) reduction_scratch(k, n, full);
-    if (info && info->bwd_workspace && !eff.empty()) {
-      const bool input_grad = eff[0].tensor >= 0 && requires_grad_[eff[0].tensor];
-      const bool cl = channels_last(eff[0].tensor);
-      Workspace ws = info->bwd_workspace(g_, n, eff[0].dtype, input_grad, cl);
-      if (info->bwd_workspace_bound) {
-        prog_.workspace_excess.push_back({k, info->bwd_workspace_bound(g_, n, eff[0].dtype, input_grad, cl).bytes - ws.bytes});
-      }
-      unref(scratch(std::move(ws), info->scratch_is_temporary, k));
-    }
-    // A convolution's bias gradient sums the output's gradient over every dim but the
-    // channels, a CUDA reduction, after the weight's gradient (convprobe-depthwise traces:
-    // grad_input, grad_weight, wgrad workspace, grad_bias, the reduction's buffer). The
-    // gradient is taken in the output's layout: on a channels-last map the channels are
-    // innermost and the buffer reaches 132 MiB.
-    if (info && info->bias_grad_is_reduction && ins.size() > 2 && ins[2] >= 0 && requires_grad_[ins[2]] && out0 >= 0 &&
-        g_.tensors[out0].shape) {
-      std::vector<int64_t> axes;
-      for (size_t i = 0; i < g_.tensors[out0].shape->size(); ++i) {
-        if (i != 1) axes.push_back(static_cast<int64_t>(i));
-      }
-      unref(reduction_buffer(k, out0, axes, run_dtype_[out0]));
-    }
-    for (int o : outs) {
-      if (o >= 0 && grad_[o] >= 0) {
-        unref(grad_[o]);
-        grad_[o] = -1;
-      }
+    // (A strided input sends F.linear down matmul + add instead: no epilogue.)
+    if (!cublaslt_ && ins.size() > 2 && ins[2] >= 0 && !copied) {
+      cublaslt_ = true;
+      alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
     }
   }
 
-  // ---- optimizer step ------------------------------------------------------------
-  void step() {
-    std::vector<Expr> states;
-    states.reserve(param_grads_.size());
-    for (const auto& pg : param_grads_) states.push_back(state_bytes(pg.first));
-    optimizer_step(*this, cfg_, iter_ == 0, states, scaler_);
+  // cuDNN's RNN call takes its workspace before the reserve it keeps (GPU traces of
+  // lstm_lm: workspace, reserve, workspace freed).
+  int early_ws = -1;
+  if (info && info->fwd_workspace && info->workspace_first && !eff.empty()) {
+    early_ws = scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                           channels_last(eff[0].tensor)),
+                       false, k);
   }
 
-  // One optimizer state tensor of parameter p: a shard under FSDP.
-  Expr state_bytes(int p) const {
-    Expr full = bytes_of(p, run_dtype_[p]);
-    return par_ ? par_->state_bytes(p, full) : full;
+  // What autograd keeps for backward.
+  if (rg && info && keep_saved) {
+    auto& saved = saved_now_[k];
+    for (size_t i = 0; i < eff.size(); ++i) {
+      if (eff[i].tensor < 0 || eff[i].block < 0) continue;
+      bool keep = info->saves_input(i);
+      if (!keep && i < 32 && (info->saved_if_other >> i) & 1u) {
+        for (size_t j = 0; j < eff.size(); ++j) {
+          // A bias (a third input outside the mask: Linear's, Gemm's C) needs neither
+          // operand for its gradient (addmm's derivative formulas).
+          const bool operand = j < 2 || (j < 32 && (info->saved_if_other >> j) & 1u);
+          if (j != i && operand && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') {
+            keep = true;
+          }
+        }
+      }
+      if (keep) {
+        ref(eff[i].block);
+        saved.push_back(eff[i].block);
+      }
+    }
+    for (size_t j = 0; j < out_blocks.size(); ++j) {
+      if (out_blocks[j] >= 0 && info->saves_output(j)) {
+        ref(out_blocks[j]);
+        saved.push_back(out_blocks[j]);
+      }
+    }
+    saved.insert(saved.end(), early.begin(), early.end());
+    if (info->saved_extra && !info->extras_first) {
+      for (const SavedExtra& x : info->saved_extra(g_, n)) {
+        const bool as_out = x.output_dtype && !outs.empty() && outs[0] >= 0;
+        const DType d = as_out ? run_dtype_[outs[0]] : x.dtype;
+        saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, k));
+      }
+    }
+  } else if (rg && !info && keep_saved) {
+    // An op memest has no entry for: assume its backward reads every input, the most
+    // it could keep short of its own outputs, so the estimate errs high.
+    auto& saved = saved_now_[k];
+    for (const auto& in : eff) {
+      if (in.tensor < 0 || in.block < 0) continue;
+      ref(in.block);
+      saved.push_back(in.block);
+    }
   }
+  if (!(rg && keep_saved) && info && info->extras_without_grad && info->saved_extra) {
+    for (const SavedExtra& x : info->saved_extra(g_, n)) {
+      temps.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Temporaries, k));
+    }
+  }
+  if (early_ws >= 0) unref(early_ws);
+  if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {
+    unref(scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
+                                      channels_last(eff[0].tensor)),
+                  info->scratch_is_temporary, k));
+  }
+  if (info && info->reduced_axes && !eff.empty()) unref(reduction_buffer(k, n, *info, eff[0]));
 
-  const Graph& g_;
-  const TrainConfig& cfg_;
-  std::unique_ptr<ParallelModel> par_;  // --ddp / --fsdp (parallel.h), or none
-  std::vector<TensorFacts> facts_;
-  std::vector<bool> dead_, loss_node_;
-  // Each node's input tensors then its output tensors, packed like facts_: node k's
-  // inputs are io_[io_at_[2k], io_at_[2k+1]), its outputs run to io_at_[2k+2].
-  std::vector<int> io_;
-  std::vector<uint32_t> io_at_;
-  std::vector<const OpInfo*> info_;
-  int seed_ = -1;  ///< the loss: backward starts from its gradient
-  Program prog_;
-  Phase phase_ = Phase::Setup;
-  uint8_t iter_ = 0;
-  DType low_;
-  std::vector<int> refs_;
-  std::vector<int> block_of_;
-  std::vector<DType> run_dtype_;
-  std::vector<bool> requires_grad_, node_rg_;
-  std::vector<bool> trainable_;  // per tensor: a parameter that trains (--train / --freeze)
-  std::vector<bool> lora_a_;     // per node: in a peft LoRA adapter's lora_A (its input is cast to float)
-  // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
-  std::vector<std::vector<int8_t>> layout_;
-  std::vector<int> grad_, cache_;
-  std::vector<int> spare_cache_;  // a recompute's autocast cache (checkpoint)
-  std::vector<int> cached_;       // tensors cached since the last recompute began
-  std::vector<Expr> numel_;
-  std::vector<EffectiveInput> eff_;  // per node input, at the inputs' offsets in io_ (see effective)
-  std::vector<int> params_, follows_;
-  struct CastBack {
-    int tensor, grad, node;
-  };
-  std::vector<CastBack> cast_backs_;  // gradients of autocast copies, cast back after their node
-  std::vector<Segment> segments_;
-  std::vector<int> segment_of_;
-  std::vector<std::vector<int>> seg_inputs_, seg_held_;
-  std::vector<bool> recomputed_ = std::vector<bool>(g_.nodes.size(), false);
-  std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
-  std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
-  std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
-  std::vector<int> frame_release_;             // per tensor: frames.h
-  std::vector<std::vector<int>> frame_held_;   // per node: blocks its frames let go after it
-  std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
-  bool cublas_fwd_ = false, cublas_bwd_ = false, cublaslt_ = false, scaler_ = false;
-};
+  // Forward uses end: inputs, cast copies, and the outputs' creation references.
+  // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const int t = ins[i];
+    if (t < 0 || facts_[t].producer < 0) continue;
+    // In a recompute, inputs from outside the segment are held by checkpoint, not by uses.
+    if (recompute && segment_of_[facts_[t].producer] != seg) continue;
+    unref(block_of_[t]);
+  }
+  for (int b : temps) unref(b);
+  for (int b : out_blocks) unref(b);
+}
 
-}  // namespace
+// ---- optimizer step ------------------------------------------------------------
+void Builder::step() {
+  std::vector<Expr> states;
+  states.reserve(param_grads_.size());
+  for (const auto& pg : param_grads_) states.push_back(state_bytes(pg.first));
+  optimizer_step(*this, cfg_, iter_ == 0, states, scaler_);
+}
+
+// One optimizer state tensor of parameter p: a shard under FSDP.
+Expr Builder::state_bytes(int p) const {
+  Expr full = bytes_of(p, run_dtype_[p]);
+  return par_ ? par_->state_bytes(p, full) : full;
+}
+
+}  // namespace memest::sim
+
+namespace memest {
 
 Program build_program(const Graph& g, const TrainConfig& cfg) {
   TrainConfig c = cfg;
   if (!c.target) c.target = &find_target("");
-  Builder b(g, c);
+  sim::Builder b(g, c);
   return b.run();
 }
 

@@ -1,0 +1,305 @@
+// The simulator's backward pass: gradient flow and accumulation, the saved tensors each
+// node releases, activation-checkpoint recomputation, and the CUDA reductions that sum
+// broadcast gradients (see simulate_builder.h).
+#include "estimator/simulate_builder.h"
+
+namespace memest::sim {
+
+// ---- backward ------------------------------------------------------------------
+void Builder::accumulate(int t, int g) {
+  if (facts_[t].kind == TensorKind::Parameter && par_ && par_->takes_grad(t, g)) {
+    if (grad_slot_[t] < 0) {  // the optimizer still sees a gradient; the wrapper holds its memory
+      grad_slot_[t] = static_cast<int>(param_grads_.size());
+      param_grads_.push_back({t, -1});
+    }
+    return;
+  }
+  if (facts_[t].kind == TensorKind::Parameter) {
+    // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
+    // (A slot per tensor, not a search of param_grads_: that was quadratic in parameters.)
+    if (grad_slot_[t] < 0) {
+      grad_slot_[t] = static_cast<int>(param_grads_.size());
+      param_grads_.push_back({t, g});
+    } else {
+      unref(g);
+    }
+    return;
+  }
+  if (grad_[t] < 0) {
+    grad_[t] = g;
+  } else if (refs_[grad_[t]] > 1) {
+    // The buffer aliases another gradient: the engine adds out of place.
+    int sum = alloc(bytes_of(t, run_dtype_[t]), Category::Temporaries, -1);
+    unref(grad_[t]);
+    unref(g);
+    grad_[t] = sum;
+  } else {
+    unref(g);  // added in place
+  }
+}
+
+void Builder::backward() {
+  // loss.backward() (or scaler.scale(loss).backward()) seeds a ones-like gradient.
+  const int seed_t = seed_;
+  if (seed_t >= 0 && requires_grad_[seed_t]) {
+    if (cfg_.amp == Amp::FP16) {
+      int scaled = alloc(Expr(4), Category::Temporaries, -1);  // loss * scale
+      grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
+      unref(scaled);
+    } else {
+      grad_[seed_t] = alloc(Expr(4), Category::Temporaries, -1);
+    }
+    if (cfg_.grad_accum > 1) {  // DivBackward0 of `/ K`: grad / K, a new scalar
+      const int divided = alloc(Expr(4), Category::Temporaries, -1);
+      unref(grad_[seed_t]);
+      grad_[seed_t] = divided;
+    }
+  }
+  if (par_) par_->backward_begin();
+  for (int k = static_cast<int>(g_.nodes.size()) - 1; k >= 0; --k) {
+    if (par_) par_->visit_backward(k);
+    if (dead_[k]) continue;
+    if (!node_rg_[k]) {
+      release_saved(k);
+      continue;
+    }
+    bool have = false;
+    for (int o : outputs(k)) have |= o >= 0 && grad_[o] >= 0;
+    const int seg = segment_of_[k];
+    if (have && par_) par_->before_backward(k);  // FSDP unshards before checkpoint recomputes
+    if (have && seg >= 0 && !recomputed_[seg]) recompute_segment(seg);
+    if (have) backward_node(k);
+    if (seg >= 0 && k == segments_[seg].first) {
+      for (int b : seg_held_[seg]) unref(b);
+      seg_held_[seg].clear();
+      recomputed_[seg] = false;
+    }
+    release_saved(k);
+    for (const CastBack& c : cast_backs_) {
+      const bool param = facts_[c.tensor].kind == TensorKind::Parameter;
+      int back = alloc(bytes_of(c.tensor, run_dtype_[c.tensor]), param ? Category::Gradients : Category::Temporaries,
+                       c.node);
+      unref(c.grad);
+      accumulate(c.tensor, back);
+    }
+    cast_backs_.clear();
+  }
+  for (size_t t = 0; t < grad_.size(); ++t) {
+    if (grad_[t] >= 0) unref(grad_[t]);
+    grad_[t] = -1;
+  }
+  if (par_) par_->backward_end();
+}
+
+// Backward reached a checkpointed segment: run its forward again, keeping what
+// autograd saves this time. Autocast's weight casts are made anew and dropped with
+// the saved tensors that hold them.
+void Builder::recompute_segment(int seg) {
+  recomputed_[seg] = true;
+  // A cache of its own, empty (spare_cache_ is all -1 between recomputes); the
+  // outer one is kept aside. Swaps and the list of what was cached, not copies of
+  // a per-tensor vector per segment.
+  std::swap(cache_, spare_cache_);
+  cached_.clear();
+  for (int j = segments_[seg].first; j <= segments_[seg].last; ++j) {
+    if (!dead_[j]) forward_node(j, /*recompute=*/true);
+  }
+  std::sort(cached_.begin(), cached_.end());  // released in tensor order
+  for (int t : cached_) {
+    unref(cache_[t]);
+    cache_[t] = -1;
+  }
+  cached_.clear();
+  std::swap(cache_, spare_cache_);
+}
+
+void Builder::release_saved(int k) {
+  for (int b : saved_now_[k]) unref(b);
+  if (iter_ == 0) prog_.saved_by_node[k] = saved_now_[k];  // reported per layer
+  saved_now_[k].clear();
+}
+
+// A CUDA reduction that spreads each output over several blocks sums their partials
+// through a global buffer, allocated after the output and freed as the call returns
+// (OpInfo::reduced_axes, reduce_kernel.h). Its size depends on the launch at the
+// concrete sizes: the block's bytes are the outputs' count, bounded by the launch.
+// -1 when there is none (or the input's strides are unknown).
+int Builder::reduction_buffer(int k, const Node& n, const OpInfo& info, const EffectiveInput& in) {
+  if (in.tensor < 0) return -1;
+  return reduction_buffer(k, in.tensor, info.reduced_axes(g_, n), in.dtype);
+}
+
+// The same for a reduction of tensor t (in its layout) over `axes`, run in `dtype`.
+int Builder::reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype) {
+  return t < 0 ? -1 : reduction_buffer(k, t, axes, dtype, layout_[t]);
+}
+
+// ... of a tensor of t's shape stored in `layout`.
+int Builder::reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype,
+                              const std::vector<int8_t>& layout) {
+  const Target& target = *cfg_.target;
+  if (target.sm_count == 0 || t < 0 || !g_.tensors[t].shape || !axes) return -1;
+  auto plan = plan_reduction(*g_.tensors[t].shape, layout, *axes, dtype, target.sm_count, target.threads_per_sm);
+  if (!plan) return -1;
+  const int b = alloc(plan->outputs, Category::Temporaries, k);
+  prog_.blocks[b].bounded = true;
+  SizeBound sb;
+  sb.reduce = plan->launch;
+  sb.reduce_inputs = std::move(plan->inputs);
+  prog_.bounds.push_back({b, std::move(sb)});
+  return b;
+}
+
+// The layout of t's gradient. A gradient mostly comes in its tensor's layout (an
+// elementwise backward follows the incoming gradient, cuDNN and pooling allocate in the
+// input's memory format), but the backward of a mean or sum expands the gradient and
+// divides it into a fresh, contiguous tensor (MeanBackward0). With several consumers
+// the sum's order is not followed: t's layout.
+// The same holds of a backward that allocates its input's gradient contiguous
+// (OpInfo::input_grad_contiguous); views between (an unsqueeze before a mean) pass the
+// gradient through.
+const std::vector<int8_t>& Builder::grad_layout(int t) const {
+  static const std::vector<int8_t> kContiguous;
+  int u = t;
+  for (int hops = 0; hops < 8; ++hops) {
+    const IdList& users = g_.tensors[u].consumers;
+    if (users.size() != 1) break;
+    const OpInfo* c = info_[users[0]];
+    if (!c) break;
+    if (c->reduced_axes || c->input_grad_contiguous) return kContiguous;
+    const Node& v = g_.nodes[users[0]];
+    if (!c->view || (c->layout != Layout::UnitDims && c->layout != Layout::Reshape) || v.outputs.empty() ||
+        v.outputs[0] < 0) {
+      break;
+    }
+    u = v.outputs[0];
+  }
+  return layout_[t];
+}
+
+// The gradient of an input broadcast over the output's leading dims (a bias) sums the
+// output's gradient over M rows of N columns; the reduce kernel splits long columns
+// across thread blocks and stages their fp32 partials in a scratch buffer, held
+// only during the sum (Target::reduce_scratch_*).
+// Inputs in `summed` (a full-shape gradient summed by reduction_buffer) are skipped.
+void Builder::reduction_scratch(int k, const Node& n, const std::vector<std::pair<int, int>>& summed) {
+  const Target& t = *cfg_.target;
+  if (t.reduce_scratch_cap == 0 || n.outputs.empty() || n.outputs[0] < 0) return;
+  const auto& out = g_.tensors[n.outputs[0]].shape;
+  if (!out) return;
+  for (int in : n.inputs) {
+    if (in < 0 || !requires_grad_[in] || !g_.tensors[in].shape) continue;
+    if (std::any_of(summed.begin(), summed.end(), [&](const auto& s) { return s.second == in; })) continue;
+    const Shape& full = *g_.tensors[in].shape;
+    auto first = full.begin();
+    while (first != full.end() && *first == Expr(1)) ++first;  // [1, N] broadcasts as [N]
+    const long dims = full.end() - first;
+    if (dims == 0 || static_cast<size_t>(dims) >= out->size()) continue;
+    if (!std::equal(first, full.end(), out->end() - dims)) continue;
+    const std::optional<int64_t> cols = product(Shape(first, full.end())).as_const();
+    if (!cols || *cols < t.reduce_scratch_min_cols) continue;
+    const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
+    prog_.blocks[b].bounded = true;
+    SizeBound sb;
+    sb.min_bytes = 8 * t.reduce_scratch_min_rows * *cols;
+    sb.cap_bytes = t.reduce_scratch_cap;
+    prog_.bounds.push_back({b, std::move(sb)});
+    unref(b);
+  }
+}
+
+void Builder::backward_node(int k) {
+  const Node& n = g_.nodes[k];
+  const OpInfo* info = info_[k];
+  const std::span<const int> ins = inputs(k), outs = outputs(k);
+  const std::span<const EffectiveInput> eff = effective(k);
+  // Backward runs on autograd's device thread, whose cuBLAS handle has its own
+  // workspace, created by the first cuBLAS call there: after that call's output (GPU
+  // traces: the LM head's weight gradient, then the 32 MiB workspace, then the input's).
+  auto first_cublas_call = [&] {
+    if (info && info->cublas && !cublas_bwd_ && cfg_.target->cublas_backward_workspace) {
+      cublas_bwd_ = true;
+      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+    }
+  };
+  const int out0 = outs.empty() ? -1 : outs[0];
+  const bool swap = info && info->second_grad_first && ins.size() == 2;
+  std::vector<std::pair<int, int>> full;  // (full-shape gradient, input) of broadcast inputs, summed below
+  for (size_t step = 0; step < ins.size(); ++step) {
+    const size_t i = swap ? 1 - step : step;
+    int t = ins[i];
+    if (t < 0 || !requires_grad_[t]) continue;
+    char letter = info ? info->grad_of(i) : 'A';
+    if (letter == 'N') continue;
+    const bool param = facts_[t].kind == TensorKind::Parameter;
+    const DType d = eff[i].dtype;
+    const bool summed = letter == 'A' && info && info->full_broadcast_grads && out0 >= 0 &&
+                        g_.tensors[t].shape != g_.tensors[out0].shape;
+    int gblock;
+    if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
+        *g_.tensors[t].shape == *g_.tensors[out0].shape && d == run_dtype_[out0]) {
+      gblock = grad_[out0];
+      ref(gblock);
+    } else {
+      if (summed) full.push_back({alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k), t});
+      gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
+      first_cublas_call();
+      if (i == 0 && info && info->bwd_data_workspace) {
+        const DType sd = info->scratch_is_temporary && out0 >= 0 ? run_dtype_[out0] : d;
+        unref(scratch(info->bwd_data_workspace(g_, n, sd, true, channels_last(t)), info->scratch_is_temporary, k));
+      }
+    }
+    if (eff[i].cast) {
+      // ToCopyBackward casts the gradient of autocast's copy back; it is a node of its
+      // own, run after this one has released its saved tensors and incoming gradients.
+      cast_backs_.push_back({t, gblock, k});
+      continue;
+    }
+    accumulate(t, gblock);
+  }
+  first_cublas_call();  // when no gradient was allocated above
+  // sum_to_size of each full-shape gradient is one Reduce.cuh reduction over the dims
+  // the input was broadcast along, with its global buffer while the full gradient lives
+  // (traces26 rnd21_151: an SE gate's x * s[N, C, 1, 1] on a channels-last map, 52 MB
+  // beside two 26 MB maps; none when the map is contiguous, its H x W innermost).
+  for (const auto& [b, t] : full) {
+    // The full gradient is grad * other: TensorIterator lays it out like the incoming
+    // gradient, its first operand and of the full shape.
+    const auto axes = g_.tensors[t].shape && g_.tensors[out0].shape
+                          ? broadcast_axes(*g_.tensors[t].shape, *g_.tensors[out0].shape)
+                          : std::nullopt;
+    unref(reduction_buffer(k, out0, axes, run_dtype_[out0], grad_layout(out0)));
+    unref(b);
+  }
+  if (info && info->sums_broadcast_grads) reduction_scratch(k, n, full);
+  if (info && info->bwd_workspace && !eff.empty()) {
+    const bool input_grad = eff[0].tensor >= 0 && requires_grad_[eff[0].tensor];
+    const bool cl = channels_last(eff[0].tensor);
+    Workspace ws = info->bwd_workspace(g_, n, eff[0].dtype, input_grad, cl);
+    if (info->bwd_workspace_bound) {
+      prog_.workspace_excess.push_back({k, info->bwd_workspace_bound(g_, n, eff[0].dtype, input_grad, cl).bytes - ws.bytes});
+    }
+    unref(scratch(std::move(ws), info->scratch_is_temporary, k));
+  }
+  // A convolution's bias gradient sums the output's gradient over every dim but the
+  // channels, a CUDA reduction, after the weight's gradient (convprobe-depthwise traces:
+  // grad_input, grad_weight, wgrad workspace, grad_bias, the reduction's buffer). The
+  // gradient is taken in the output's layout: on a channels-last map the channels are
+  // innermost and the buffer reaches 132 MiB.
+  if (info && info->bias_grad_is_reduction && ins.size() > 2 && ins[2] >= 0 && requires_grad_[ins[2]] && out0 >= 0 &&
+      g_.tensors[out0].shape) {
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < g_.tensors[out0].shape->size(); ++i) {
+      if (i != 1) axes.push_back(static_cast<int64_t>(i));
+    }
+    unref(reduction_buffer(k, out0, axes, run_dtype_[out0]));
+  }
+  for (int o : outs) {
+    if (o >= 0 && grad_[o] >= 0) {
+      unref(grad_[o]);
+      grad_[o] = -1;
+    }
+  }
+}
+
+}  // namespace memest::sim

@@ -1,0 +1,165 @@
+// The training-step simulator's builder, shared by its two files: simulate.cc (setup,
+// forward, optimizer step) and simulate_backward.cc (gradients, recomputation,
+// reductions of broadcast gradients). Internal to the simulator: build_program
+// (simulate.h) is its interface.
+#pragma once
+
+#include "estimator/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <span>
+
+#include "estimator/error.h"
+#include "estimator/finetune.h"
+#include "estimator/frames.h"
+#include "estimator/inplace.h"
+#include "estimator/ops/registry.h"
+#include "estimator/optimizer.h"
+#include "estimator/parallel.h"
+#include "estimator/simulate_facts.h"
+
+namespace memest::sim {
+
+class Builder : public StepMemory {
+ public:
+  Builder(const Graph& g, const TrainConfig& cfg);
+
+  Program run();
+
+ private:
+  // ---- allocation bookkeeping -------------------------------------------------
+  // StepMemory: what a data-parallel wrapper (parallel.h) allocates and frees.
+  int allocate(Expr bytes, Category c, int node) override { return alloc(std::move(bytes), c, node); }
+  void hold(int b) override { ref(b); }
+  void release(int b) override { unref(b); }
+
+  int alloc(Expr bytes, Category c, int node) {
+    int b = static_cast<int>(prog_.blocks.size());
+    prog_.blocks.push_back({.bytes = std::move(bytes), .node = node, .category = c});
+    refs_.push_back(1);
+    prog_.events.push_back({Event::Alloc, phase_, iter_, b});
+    return b;
+  }
+  // An algorithm's workspace (cuDNN): under a memory cap a refused workspace makes
+  // cuDNN try the next algorithm, which needs less, rather than fail the step.
+  int workspace(Expr bytes, int node) {
+    const int b = alloc(std::move(bytes), Category::Workspace, node);
+    prog_.blocks[b].may_fail = true;
+    return b;
+  }
+  // An op's scratch (OpInfo's workspace hooks): a cuDNN workspace, or a temporary where
+  // the op says so; -1 when it takes none. A size-dependent choice of algorithm
+  // (Workspace::switch_above) goes to the block's bound, made when the program is evaluated.
+  int scratch(Workspace ws, bool temporary, int node) {
+    if (ws.bytes.is_zero()) return -1;
+    const int b = temporary ? alloc(std::move(ws.bytes), Category::Temporaries, node) : workspace(std::move(ws.bytes), node);
+    if (ws.switch_above > 0) {
+      prog_.blocks[b].bounded = true;
+      SizeBound sb;
+      sb.switch_above = ws.switch_above;
+      sb.above = std::move(ws.above);
+      prog_.bounds.push_back({b, std::move(sb)});
+    }
+    return b;
+  }
+  void unref(int b) {
+    if (b < 0) return;
+    if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
+  }
+  Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
+  bool on_gpu(int t) const { return facts_[t].on_gpu; }
+  bool channels_last(int t) const { return t >= 0 && is_channels_last(layout_[t]); }
+  std::span<const int> inputs(int k) const { return span(io_at_[2 * k], io_at_[2 * k + 1]); }
+  std::span<const int> outputs(int k) const { return span(io_at_[2 * k + 1], io_at_[2 * k + 2]); }
+  std::span<const int> span(uint32_t from, uint32_t to) const { return {io_.data() + from, io_.data() + to}; }
+  /// Node k's inputs as its op saw them (forward fills them, backward reads them).
+  std::span<EffectiveInput> effective(int k) { return {eff_.data() + io_at_[2 * k], eff_.data() + io_at_[2 * k + 1]}; }
+  std::span<const EffectiveInput> effective(int k) const {
+    return {eff_.data() + io_at_[2 * k], eff_.data() + io_at_[2 * k + 1]};
+  }
+  void ref(int b, int times = 1) {
+    if (b >= 0) refs_[b] += times;
+  }
+
+  void setup();
+
+  void size_targets_like_outputs();
+
+  DType widest_float(std::span<const EffectiveInput> in, DType fallback) const;
+
+  void forward();
+
+  void forward_node(int k, bool recompute = false);
+
+  void accumulate(int t, int g);
+
+  void backward();
+
+  void recompute_segment(int seg);
+
+  void release_saved(int k);
+
+  int reduction_buffer(int k, const Node& n, const OpInfo& info, const EffectiveInput& in);
+  int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype);
+  int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype,
+                       const std::vector<int8_t>& layout);
+
+  const std::vector<int8_t>& grad_layout(int t) const;
+
+  void reduction_scratch(int k, const Node& n, const std::vector<std::pair<int, int>>& summed);
+
+  void backward_node(int k);
+
+  void step();
+
+  Expr state_bytes(int p) const;
+
+  const Graph& g_;
+  const TrainConfig& cfg_;
+  std::unique_ptr<ParallelModel> par_;  // --ddp / --fsdp (parallel.h), or none
+  std::vector<TensorFacts> facts_;
+  std::vector<bool> dead_, loss_node_;
+  // Each node's input tensors then its output tensors, packed like facts_: node k's
+  // inputs are io_[io_at_[2k], io_at_[2k+1]), its outputs run to io_at_[2k+2].
+  std::vector<int> io_;
+  std::vector<uint32_t> io_at_;
+  std::vector<const OpInfo*> info_;
+  int seed_ = -1;  ///< the loss: backward starts from its gradient
+  Program prog_;
+  Phase phase_ = Phase::Setup;
+  uint8_t iter_ = 0;
+  DType low_;
+  std::vector<int> refs_;
+  std::vector<int> block_of_;
+  std::vector<DType> run_dtype_;
+  std::vector<bool> requires_grad_, node_rg_;
+  std::vector<bool> trainable_;  // per tensor: a parameter that trains (--train / --freeze)
+  std::vector<bool> lora_a_;     // per node: in a peft LoRA adapter's lora_A (its input is cast to float)
+  // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.
+  std::vector<std::vector<int8_t>> layout_;
+  std::vector<int> grad_, cache_;
+  std::vector<int> spare_cache_;  // a recompute's autocast cache (checkpoint)
+  std::vector<int> cached_;       // tensors cached since the last recompute began
+  std::vector<Expr> numel_;
+  std::vector<EffectiveInput> eff_;  // per node input, at the inputs' offsets in io_ (see effective)
+  std::vector<int> params_, follows_;
+  struct CastBack {
+    int tensor, grad, node;
+  };
+  std::vector<CastBack> cast_backs_;  // gradients of autocast copies, cast back after their node
+  std::vector<Segment> segments_;
+  std::vector<int> segment_of_;
+  std::vector<std::vector<int>> seg_inputs_, seg_held_;
+  std::vector<bool> recomputed_ = std::vector<bool>(g_.nodes.size(), false);
+  std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
+  std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
+  std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
+  std::vector<int> frame_release_;             // per tensor: frames.h
+  std::vector<std::vector<int>> frame_held_;   // per node: blocks its frames let go after it
+  std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
+  bool cublas_fwd_ = false, cublas_bwd_ = false, cublaslt_ = false, scaler_ = false;
+};
+
+}  // namespace memest::sim
