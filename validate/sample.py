@@ -5,7 +5,8 @@ libraries list: timm's model names (at their default input size) and transformer
 causal-LM and sequence-classification model types (built from the type's default config,
 shrunk: 2 layers, hidden 256, 4 heads, vocab 8000). Names in any of the project's sets
 are left out, and so is a draw that does not build or is too large (over 60 M
-parameters): the next name is drawn instead, so a seed always names the same models on
+parameters) or, from timm, has fewer than the 1000 classes its labels are drawn
+from: the next name is drawn instead, so a seed always names the same models on
 the same library versions. A model's name says how to rebuild it (`st_<timm name>`,
 `sh_<model type>_<lm|cls>`), so the measuring worker needs nothing else.
 
@@ -114,6 +115,11 @@ def _usable(name):
         import torch
         with torch.device("meta"):
             m = e.build()
+        if name.startswith("st_") and getattr(m, "num_classes", 1000) < 1000:
+            # A timm backbone without a 1000-class head (session 20: sam2_hiera_tiny has
+            # none) would take labels out of range: a device-side assert that also kills
+            # the worker's next case.
+            return False
         return sum(p.numel() for p in m.parameters()) <= MAX_PARAMS
     except Exception:
         return False
