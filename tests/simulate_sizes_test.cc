@@ -213,6 +213,13 @@ node Mul t hm -> r @act
   gelu.replace(gelu.find("-> r perm"), 4, "-> t");
   gelu.insert(gelu.find("node ReduceMean"), gelu_nodes);
   CHECK(mul_buffers(gelu.c_str(), 16) == std::vector<int64_t>{52101120});
+  // A clamp between (hardtanh: Clip, a TensorIterator op like GELU's pieces) keeps the
+  // map channels-last too (traces30 rnd23_132: ReLU6 after a channel LayerNorm; with Clip's
+  // output taken as contiguous its 132 MiB buffer went missing).
+  std::string clamp = se_gate("node MaxPool y -> z kernel_shape=2,2 strides=2,2 @pool\noutput z\n");
+  clamp.replace(clamp.find("-> r perm"), 4, "-> t");
+  clamp.insert(clamp.find("node ReduceMean"), "const lo float32 - = 0\nconst hi float32 - = 6\nnode Clip t lo hi -> r @act\n");
+  CHECK(mul_buffers(clamp.c_str(), 16) == std::vector<int64_t>{52101120});
   // Reflection padding's backward allocates its input's gradient contiguous: none either
   // (traces28 rnd6_89).
   CHECK(mul_buffers(se_gate("const p int64 8 = 0,0,1,1,0,0,1,1\nnode Pad y p -> z mode=reflect @pad\noutput z\n").c_str(),
