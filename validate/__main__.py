@@ -8,6 +8,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   measure     run protocol.md's loop on the GPU; one JSON line per (model, config)
   checkpoint  the same with torch.utils.checkpoint around each repeated block
   maxbatch    largest batch that trains under a memory budget (binary search)
+  capprobe    the allocator's segments and last events at given batches under a memory cap
   context     the CUDA context's reserve (total - free - reserved), in this fresh process
   kernels     scratch memory of single ops (cuDNN workspaces, reductions, attention) and whole-case traces
   export-meta a shape-only ONNX file from a config alone, built on the meta device (70B on a laptop)
@@ -34,6 +35,9 @@ def main(argv):
     if cmd == "export":
         from validate import export
         return export.main(rest)
+    if cmd == "capprobe":
+        from validate import capprobe
+        return capprobe.main(rest)
     if cmd == "norm-probe":
         from validate import norm_probe
         return norm_probe.main(rest)
