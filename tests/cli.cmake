@@ -210,6 +210,10 @@ memest_matrix(matrix-blind14-h200-torch2.11 SETS sample20 random22)
 # session's first GPU call, left unread, compared once after its last change to the
 # estimate (blind15-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind15-h200-torch2.11 SETS sample21 random23)
+# Session 20's sample (gpu_session20.sh: sample seed 22, random seed 24), measured in the
+# session's first GPU call, left unread, compared once after its last change to the
+# estimate (blind16-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind16-h200-torch2.11 SETS sample22 random24)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
