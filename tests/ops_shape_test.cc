@@ -207,6 +207,22 @@ TEST_CASE("shape: Concat and Split") {
   CHECK_THROWS_AS(infer("opset 11\ninput x float32 10,2\nnode Split x -> p q split=3,6"), Error);
 }
 
+TEST_CASE("shape: a Split by sizes the data decides takes equal parts, which add up to the input") {
+  // A mixture of experts splits its [batch * 256, 64] routed tokens by each expert's
+  // count (a graph input here: nothing folds it). Four experts get batch * 64 rows each.
+  Graph g = infer(R"(
+    opset 13
+    input x float32 batch,256,64
+    input counts int64 4
+    const flat int64 2 = -1,64
+    node Reshape x flat -> t
+    node Split t counts -> e1 e2 e3 e4 axis=0
+  )");
+  CHECK(shape(g, "e1") == "[64*batch, 64]");
+  CHECK(shape(g, "e4") == "[64*batch, 64]");
+  CHECK(g.warnings.size() == 1);
+}
+
 TEST_CASE("shape: Slice") {
   Graph g = infer(R"(
     input x float32 batch,seq,768

@@ -227,27 +227,47 @@ void concat(ShapeContext& ctx) {
   ctx.set_value(0, std::move(joined));
 }
 
+// Equal parts of d, the last one smaller when uneven; nullopt when d's parts cannot be
+// written (a symbolic d that n may not divide).
+std::optional<std::vector<Expr>> equal_parts(const Expr& d, int64_t n) {
+  auto part = ceil_div(d, n);
+  if (!part) return std::nullopt;
+  std::vector<Expr> sizes(static_cast<size_t>(n - 1), *part);
+  sizes.push_back(d - *part * Expr(n - 1));
+  return sizes;
+}
+
 // Sizes from input 1 (opset 13+) or the split attribute; else num_outputs (18+)
-// or the output count: equal parts, the last one smaller when uneven.
+// or the output count: equal parts. Sizes that depend on the data (a mixture of experts
+// splits its tokens by each expert's count: HF's JetMoE, blind16's sh_jetmoe_cls) are
+// taken as equal parts too: whatever the routing, the parts add up to the input, and so
+// do the activations the experts make of them (each part taken as large as the input
+// made blind16's JetMoE 4.2 x over).
 void split(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
   if (x.empty()) ctx.fail("cannot split a scalar");
   const int64_t axis = norm_axis(ctx, ctx.attr_int("axis", 0), x.size());
   const Expr& d = x[axis];
+  const auto n = static_cast<int64_t>(ctx.num_outputs());
   std::vector<Expr> sizes;
   if (ctx.has_input(1)) {
-    const auto* v = ctx.in_value(1);
-    if (!v) return;
-    sizes = *v;
+    if (const auto* v = ctx.in_value(1)) {
+      sizes = *v;
+    } else {
+      auto parts = n > 0 ? equal_parts(d, n) : std::nullopt;
+      if (!parts) return;
+      ctx.warn("Split sizes depend on the data (a mixture of experts' routing); memest takes equal parts of " + d.str() +
+               ", which add up as any routing does");
+      sizes = std::move(*parts);
+    }
   } else if (ctx.has_attr("split")) {
     for (int64_t s : ctx.attr_ints("split")) sizes.push_back(Expr(s));
   } else {
-    const int64_t n = ctx.attr_int("num_outputs", static_cast<int64_t>(ctx.num_outputs()));
-    if (n <= 0) ctx.fail("num_outputs must be positive");
-    auto part = ceil_div(d, n);
-    if (!part) return;
-    for (int64_t i = 0; i + 1 < n; ++i) sizes.push_back(*part);
-    sizes.push_back(d - *part * Expr(n - 1));
+    const int64_t k = ctx.attr_int("num_outputs", n);
+    if (k <= 0) ctx.fail("num_outputs must be positive");
+    auto parts = equal_parts(d, k);
+    if (!parts) return;
+    sizes = std::move(*parts);
   }
   if (sizes.size() != ctx.num_outputs()) {
     ctx.fail(std::to_string(sizes.size()) + " split sizes for " + std::to_string(ctx.num_outputs()) + " outputs");
