@@ -1,4 +1,5 @@
-// The in-place policy: when an activation overwrites its input instead of allocating.
+// The in-place policy: when an activation overwrites its input instead of allocating, and
+// when an arithmetic op was written as an augmented assignment (x += y).
 #pragma once
 
 #include <span>
@@ -17,5 +18,12 @@ namespace memest {
 /// output's run dtype, `facts` and `infos` the simulator's per-tensor facts and per-node ops.
 bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out,
                    std::span<const TensorFacts> facts, std::span<const OpInfo* const> infos);
+
+/// Whether node `n` is the op of a Python augmented assignment that updates its input 0
+/// (OpInfo::augmented: `x += y` for Add), as a dynamo export's stack trace shows: its
+/// innermost frame runs "x += ..." and no consumer of its output belongs to the same
+/// statement (`x += self.gamma * y`: the Mul is not the update, the Add is). Such an op
+/// keeps x's dtype. False without a stack trace (legacy exports, other frontends).
+bool written_in_place(const Graph& g, const Node& n, const OpInfo* info);
 
 }  // namespace memest

@@ -312,7 +312,10 @@ void Builder::forward_node(int k, bool recompute) {
         case Autocast::Lower: d = amp ? low_ : d; break;
         case Autocast::Fp32:
         case Autocast::Widen: d = amp ? DType::F32 : d; break;
-        case Autocast::Promote: d = widest_float(eff, d); break;
+        case Autocast::Promote:
+          // x += y keeps x's dtype; x + y takes the wider one.
+          d = written_in_place(g_, n, info) && is_floating(eff[0].dtype) ? eff[0].dtype : widest_float(eff, d);
+          break;
         case Autocast::Keep: d = (!eff.empty() && eff[0].tensor >= 0 && is_floating(eff[0].dtype)) ? eff[0].dtype : d; break;
         case Autocast::None: break;
       }

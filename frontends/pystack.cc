@@ -56,6 +56,11 @@ Assignment assigned_names(std::string_view code) {
   if (eq == std::string_view::npos) return a;
   std::string_view lhs = code.substr(0, eq);
   // x += y, x //= y, x **= y: the operator's characters end the target.
+  const std::string_view ops("+-*/%&|^@");
+  if (!lhs.empty() && ops.find(lhs.back()) != std::string_view::npos &&
+      (lhs.size() < 2 || ops.find(lhs[lhs.size() - 2]) == std::string_view::npos)) {
+    a.augmented = lhs.back();  // one character: not //= or **=
+  }
   while (!lhs.empty() && std::string_view("+-*/%&|^@").find(lhs.back()) != std::string_view::npos) lhs.remove_suffix(1);
   // x: Type = ...: the annotation goes.
   if (const size_t colon = find_top_level(lhs, [](size_t, char c) { return c == ':'; }); colon != std::string_view::npos) {
@@ -101,6 +106,7 @@ int PyStackReader::statement(std::string_view file, std::string_view line, std::
     s.where = std::move(where);
     const Assignment a = assigned_names(code);
     s.binds = a.binds;
+    s.augmented = a.augmented;
     for (const std::string& n : a.names) s.targets.push_back(name(n));
     out_.statements.push_back(std::move(s));
   }

@@ -27,6 +27,8 @@ namespace memest {
 struct Assignment {
   std::vector<std::string> names;
   bool binds = false;
+  /// An augmented assignment's operator ('+' for "x += y"); 0 for a plain one.
+  char augmented = 0;
 };
 Assignment assigned_names(std::string_view code);
 

@@ -308,6 +308,11 @@ TEST_CASE("what a statement's first line assigns") {
   CHECK(assigned_names("(a, b) = f(x)").names == std::vector<std::string>{"a", "b"});
   CHECK(assigned_names("out: BaseModelOutput = self.transformer(").names == std::vector<std::string>{"out"});
   CHECK(assigned_names("x += self.drop(y)").names == std::vector<std::string>{"x"});
+  CHECK(assigned_names("x += self.drop(y)").augmented == '+');
+  CHECK(assigned_names("x *= 2").augmented == '*');
+  CHECK(assigned_names("x **= 2").augmented == 0);  // pow, not mul
+  CHECK(assigned_names("x //= 2").augmented == 0);
+  CHECK(assigned_names("x = x + y").augmented == 0);
   CHECK(assigned_names("y = f(x, dim=-1) if a == b else x").names == std::vector<std::string>{"y"});
   CHECK_FALSE(assigned_names("return self.out(h)").binds);
   CHECK_FALSE(assigned_names("self.cache = x").binds);

@@ -3,6 +3,8 @@
 
 #include "estimator/analysis.h"
 #include "estimator/inplace.h"
+#include "estimator/ops/registry.h"
+#include "frontends/text_reader.h"
 #include "tests/simulate_test_util.h"
 
 using namespace memest;
@@ -134,4 +136,40 @@ output r3
   CHECK(outputs_allocated_by(a, "c.bn.act") == 0);   // overwrites c.bn's output
   CHECK(outputs_allocated_by(a, "act") == 3);        // a sibling of d: one per iteration
   CHECK(outputs_allocated_by(a, "blk.act3") == 3);   // after the block's Add
+}
+
+TEST_CASE("x += y is told from x = x + y by the statement a dynamo export traced it in") {
+  // timm's BasicBlock: `x += shortcut` (an in-place add on the batch norm's output, which
+  // keeps that output's dtype under autocast); `x += self.gamma * y` too, where only the
+  // Add updates x: the Mul feeds the Add within the same statement.
+  Graph g = read_text_graph(R"(
+opset 17
+input x float32 batch,8
+input y float32 batch,8
+input s float32 batch,8
+param gamma float32 8
+node Mul gamma y -> m @blk
+node Add x m -> a @blk
+node Add a s -> b @blk
+node Relu b -> r @blk
+output r
+)");
+  g.relink();
+  for (Node& n : g.nodes) n.info = find_op(n.domain.str(), n.op.str());
+  g.python.statements = {{"blk.py:1", {0}, true, '+'}, {"blk.py:2", {0}, true, '+'}, {"blk.py:3", {0}, true, 0}};
+  g.python.names = {"x"};
+  g.python.stacks = {{{0, 0}}, {{1, 0}}, {{2, 0}}};
+  g.nodes[0].py_stack = 0;  // x += self.gamma * y: the Mul ...
+  g.nodes[1].py_stack = 0;  // ... and the Add that updates x
+  g.nodes[2].py_stack = 1;  // x += s
+  g.nodes[3].py_stack = 2;  // x = self.act(x)
+  CHECK_FALSE(written_in_place(g, g.nodes[0], g.nodes[0].info));  // '*' is not the statement's '+'
+  CHECK(written_in_place(g, g.nodes[1], g.nodes[1].info));
+  CHECK(written_in_place(g, g.nodes[2], g.nodes[2].info));
+  CHECK_FALSE(written_in_place(g, g.nodes[3], g.nodes[3].info));  // Relu has no augmented spelling
+  g.nodes[0].py_stack = 1;  // the Mul in x += s's statement: the Add there feeds...
+  g.nodes[2].py_stack = 0;  // ... an Add of the same statement: not the update itself
+  CHECK_FALSE(written_in_place(g, g.nodes[1], g.nodes[1].info));
+  g.nodes[1].py_stack = -1;  // no stack trace (a legacy export): x + y
+  CHECK_FALSE(written_in_place(g, g.nodes[1], g.nodes[1].info));
 }

@@ -37,6 +37,9 @@ def main():
     p.add_argument("config")
     p.add_argument("onnx")
     p.add_argument("--memest", default="build/memest")
+    p.add_argument("--by-module", action="store_true",
+                   help="instead of the two lists: bytes live at the peak per module, GPU beside memest, largest gaps first")
+    p.add_argument("--depth", type=int, default=2, help="with --by-module: module paths cut to this many parts")
     p.add_argument("--top", type=int, default=25)
     a = p.parse_args()
     t = load_trace(a.traces, a.model, a.config)
@@ -66,12 +69,29 @@ def main():
         key = (r["phase"], where)
         groups[key] += r["size"]
         counts[key] += 1
+    if a.by_module:
+        return by_module(groups, m["live_at_peak"], a.top, a.depth)
     print("\nGPU live at peak (%.1f MiB):" % (sum(groups.values()) / MiB))
     for (phase, where), b in groups.most_common(a.top):
         print("  %8.2f MiB x%-3d %-14s %s" % (b / MiB, counts[(phase, where)], phase, where))
     print("\nmemest live at peak:")
     for g in sorted(m["live_at_peak"], key=lambda g: -g["bytes"])[:a.top]:
         print("  %8.2f MiB x%-3d %-12s %s" % (g["bytes"] / MiB, g["count"], g["category"], g["allocated_by"]))
+    return 0
+
+
+def by_module(gpu_groups, memest_groups, top, depth):
+    """Per module: what the GPU held at its peak (forward blocks by module, backward ones by
+    the module of their autograd node) and what memest held at its own, gaps first."""
+    gpu, est = collections.Counter(), collections.Counter()
+    for (phase, where), b in gpu_groups.items():
+        gpu[".".join(where.split("@")[-1].split(".")[:depth])] += b
+    for g in memest_groups:
+        est[".".join(g["allocated_by"].split(" (")[0].split(".")[:depth])] += g["bytes"]
+    rows = sorted(set(gpu) | set(est), key=lambda k: -abs(gpu[k] - est[k]))
+    print("\nlive at peak by module (MiB): GPU | memest | memest - GPU")
+    for k in rows[:top]:
+        print("  %10.2f %10.2f %+10.2f  %s" % (gpu[k] / MiB, est[k] / MiB, (est[k] - gpu[k]) / MiB, k or "(none)"))
     return 0
 
 

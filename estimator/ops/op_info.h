@@ -196,6 +196,12 @@ struct OpInfo {
   /// product lives until all of the node's gradients are made. GPU phases of rnd5_21
   /// (squeeze-excitation's x * scale): one full tensor more at the backward peak.
   bool full_broadcast_grads = false;
+  /// The Python augmented assignment this op is written as ('+' for Add: `x += y`), which
+  /// runs in place on x and so keeps x's dtype where `x + y` would promote: timm's
+  /// `x += shortcut` adds an fp32 shortcut into a bf16 batch norm output under autocast
+  /// and stays bf16 (traces31 st_hrnet_w18: 1.8 MB blocks where memest had 3.6 MB). Only a
+  /// dynamo export's stack trace tells `x += y` from `x = x + y`; 0: no such spelling.
+  char augmented = 0;
   /// An activation that CNN code runs in place (torchvision's nn.ReLU(inplace=True)):
   /// it overwrites its input instead of allocating, when that input comes from an op
   /// with `overwritable_output` (or the node has inplace=1) and nothing else reads it.
