@@ -210,39 +210,73 @@ void Builder::forward() {
 }
 
 // `recompute`: checkpoint's second forward of a segment, during backward.
+// One forward call of node k, in stages: autocast's input casts, the kernel variant,
+// whether autograd records it, contiguous copies, the outputs (dtype, layout, views and
+// in-place ops), cuBLAS's workspaces, what autograd saves, the call's scratch, and the
+// end of the inputs' forward uses.
 void Builder::forward_node(int k, bool recompute) {
   const Node& n = g_.nodes[k];
-  const OpInfo* info = info_[k];  // may turn into a variant below
-  const std::span<const int> ins = inputs(k), outs = outputs(k);
-  const bool amp = cfg_.amp != Amp::None;
   const int seg = segment_of_[k];
-  // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
-  const bool keep_saved = seg < 0 || recompute;
-  // A module that disables autocast (ops/modules.cc) runs its ops in their own dtypes.
-  const Autocast policy = n.autocast_off ? Autocast::None : info ? info->autocast : Autocast::Keep;
+  ForwardCall c{k, n, info_[k], inputs(k), outputs(k), effective(k),
+                // A module that disables autocast (ops/modules.cc) runs its ops in their own dtypes.
+                n.autocast_off ? Autocast::None : info_[k] ? info_[k]->autocast : Autocast::Keep, seg, recompute,
+                // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
+                seg < 0 || recompute};
+  cast_inputs(c);
+  // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
+  if (c.info && c.info->variant && !c.eff.empty() && c.eff[0].tensor >= 0) {
+    if (const OpInfo* v = c.info->variant(g_, n, Dispatch{c.eff[0].dtype, &layout_})) c.info = info_[k] = v;
+  }
+  c.rg = node_rg_[k] = records_grad(c);
+  copy_strided_inputs(c);
+  // Saved extras made before the outputs (OpInfo::extras_first), kept by save_for_backward.
+  if (c.rg && c.info && c.keep_saved && c.info->saved_extra && c.info->extras_first) {
+    for (const SavedExtra& x : c.info->saved_extra(g_, n)) {
+      c.early.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
+    }
+  }
+  allocate_outputs(c);
+  cublas_workspaces(c);
+  // cuDNN's RNN call takes its workspace before the reserve it keeps (GPU traces of
+  // lstm_lm: workspace, reserve, workspace freed).
+  int early_ws = -1;
+  if (c.info && c.info->fwd_workspace && c.info->workspace_first && !c.eff.empty()) early_ws = forward_scratch(c, false);
+  save_for_backward(c);
+  if (!(c.rg && c.keep_saved) && c.info && c.info->extras_without_grad && c.info->saved_extra) {
+    for (const SavedExtra& x : c.info->saved_extra(g_, n)) {
+      c.temps.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Temporaries, k));
+    }
+  }
+  if (early_ws >= 0) unref(early_ws);
+  if (c.info && c.info->fwd_workspace && !c.info->workspace_first && !c.eff.empty()) {
+    unref(forward_scratch(c, c.info->scratch_is_temporary));
+  }
+  if (c.info && c.info->reduced_axes && !c.eff.empty()) unref(reduction_buffer(k, n, *c.info, c.eff[0]));
+  end_forward_uses(c);
+}
 
-  // Inputs as the op sees them: autocast may cast them first.
-  const std::span<EffectiveInput> eff = effective(k);
-  std::fill(eff.begin(), eff.end(), EffectiveInput{});
-  std::vector<int> temps;  // cast copies owned by this call
-  for (size_t i = 0; i < ins.size(); ++i) {
-    int t = ins[i];
+// Inputs as the op sees them: autocast may cast them first.
+void Builder::cast_inputs(ForwardCall& c) {
+  const bool amp = cfg_.amp != Amp::None;
+  std::fill(c.eff.begin(), c.eff.end(), EffectiveInput{});
+  for (size_t i = 0; i < c.ins.size(); ++i) {
+    int t = c.ins[i];
     if (t < 0) continue;
     EffectiveInput e{t, block_of_[t], run_dtype_[t], false};
-    if (amp && i == 0 && lora_a_[k] && e.dtype == low_ && on_gpu(t)) {
+    if (amp && i == 0 && lora_a_[c.k] && e.dtype == low_ && on_gpu(t)) {
       // peft's LoRA Linear casts the adapter's input to the adapter weight's dtype
       // (`x = self._cast_input_dtype(x, lora_A.weight.dtype)`, float32), a no-op in the
       // exported graph; under autocast a half input becomes a float copy, which lora_A
       // then casts down again: that second copy is what its backward keeps. GPU trace of
       // a 1.1B Llama's LoRA on o_proj (bf16): 8 MiB per layer beside the attention output.
-      temps.push_back(alloc(bytes_of(t, DType::F32), Category::Activations, k));
+      c.temps.push_back(alloc(bytes_of(t, DType::F32), Category::Activations, c.k));
       e.dtype = DType::F32;
       e.cast = true;
     }
     if (amp && is_floating(e.dtype) && on_gpu(t)) {
       DType want = DType::Undefined;
-      if (policy == Autocast::Lower && e.dtype != low_) want = low_;
-      if (policy == Autocast::Fp32 && e.dtype != DType::F32) want = DType::F32;
+      if (c.policy == Autocast::Lower && e.dtype != low_) want = low_;
+      if (c.policy == Autocast::Fp32 && e.dtype != DType::F32) want = DType::F32;
       if (want != DType::Undefined) {
         e.dtype = want;
         e.cast = true;
@@ -251,215 +285,215 @@ void Builder::forward_node(int k, bool recompute) {
           // only of one that requires grad (autocast_mode.cpp, can_try_cache): a frozen
           // weight is cast anew at each use, the copy kept only if backward saves it.
           if (cache_[t] < 0) {
-            cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, k);
+            cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, c.k);
             cached_.push_back(t);
           }
           e.block = cache_[t];
         } else {
-          e.block = alloc(bytes_of(t, want), Category::Activations, k);
-          temps.push_back(e.block);
+          e.block = alloc(bytes_of(t, want), Category::Activations, c.k);
+          c.temps.push_back(e.block);
         }
       }
     }
-    eff[i] = e;
+    c.eff[i] = e;
   }
+}
 
-  // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
-  if (info && info->variant && !eff.empty() && eff[0].tensor >= 0) {
-    if (const OpInfo* v = info->variant(g_, n, Dispatch{eff[0].dtype, &layout_})) info = info_[k] = v;
-  }
-
-  // Does autograd record this node?
+// Does autograd record this node?
+bool Builder::records_grad(const ForwardCall& c) const {
   bool rg = false;
-  if (info && std::strlen(info->grads) > 0) {
-    for (size_t i = 0; i < ins.size(); ++i) {
-      if (ins[i] >= 0 && requires_grad_[ins[i]] && info->grad_of(i) != 'N') rg = true;
+  if (c.info && std::strlen(c.info->grads) > 0) {
+    for (size_t i = 0; i < c.ins.size(); ++i) {
+      if (c.ins[i] >= 0 && requires_grad_[c.ins[i]] && c.info->grad_of(i) != 'N') rg = true;
     }
-  } else if (!info) {
-    for (int t : ins) rg |= t >= 0 && requires_grad_[t];
+  } else if (!c.info) {
+    for (int t : c.ins) rg |= t >= 0 && requires_grad_[t];
   }
-  node_rg_[k] = rg;
+  return rg;
+}
 
-  // Batched matmul reshapes its operands: a strided one is copied, and the copy is kept.
-  bool copied = false;
-  if (info && info->contiguous_inputs) {
-    for (auto& e : eff) {
-      if (e.tensor < 0 || e.block < 0 || layout_[e.tensor].empty()) continue;
-      const Tensor& t = g_.tensors[e.tensor];
-      if (!t.shape || t.shape->size() < 3) continue;
-      e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, k);
-      temps.push_back(e.block);
-      copied = true;
-    }
+// Batched matmul reshapes its operands: a strided one is copied, and the copy is kept.
+void Builder::copy_strided_inputs(ForwardCall& c) {
+  if (!c.info || !c.info->contiguous_inputs) return;
+  for (auto& e : c.eff) {
+    if (e.tensor < 0 || e.block < 0 || layout_[e.tensor].empty()) continue;
+    const Tensor& t = g_.tensors[e.tensor];
+    if (!t.shape || t.shape->size() < 3) continue;
+    e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, c.k);
+    c.temps.push_back(e.block);
+    c.copied = true;
   }
-  // Saved extras made before the outputs (OpInfo::extras_first), kept below.
-  std::vector<int> early;
-  if (rg && info && keep_saved && info->saved_extra && info->extras_first) {
-    for (const SavedExtra& x : info->saved_extra(g_, n)) {
-      early.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
-    }
+}
+
+// The dtype output o runs in: the file's, as autocast's policy for the op changes it.
+DType Builder::output_dtype(const ForwardCall& c, int o) const {
+  const bool amp = cfg_.amp != Amp::None;
+  DType d = facts_[o].dtype;
+  if (!is_floating(d)) return d;
+  switch (c.policy) {
+    case Autocast::Lower: return amp ? low_ : d;
+    case Autocast::Fp32:
+    case Autocast::Widen: return amp ? DType::F32 : d;
+    case Autocast::Promote:
+      // x += y keeps x's dtype; x + y takes the wider one.
+      return written_in_place(g_, c.n, c.info) && is_floating(c.eff[0].dtype) ? c.eff[0].dtype : widest_float(c.eff, d);
+    case Autocast::Keep: return (!c.eff.empty() && c.eff[0].tensor >= 0 && is_floating(c.eff[0].dtype)) ? c.eff[0].dtype : d;
+    case Autocast::None: return d;
   }
-  // Outputs.
-  std::vector<int> out_blocks(outs.size(), -1);
-  for (size_t j = 0; j < outs.size(); ++j) {
-    int o = outs[j];
+  return d;
+}
+
+// Each output's dtype, layout and block: a view or an in-place op shares input 0's, an
+// optional output nobody reads gets none, any other a new one, referenced by its uses.
+void Builder::allocate_outputs(ForwardCall& c) {
+  c.out_blocks.assign(c.outs.size(), -1);
+  for (size_t j = 0; j < c.outs.size(); ++j) {
+    int o = c.outs[j];
     if (o < 0 || !on_gpu(o)) continue;
     const Tensor& ot = g_.tensors[o];  // read only where the facts do not say
     const TensorFacts& of = facts_[o];
-    DType d = of.dtype;
-    if (is_floating(d)) {
-      switch (policy) {
-        case Autocast::Lower: d = amp ? low_ : d; break;
-        case Autocast::Fp32:
-        case Autocast::Widen: d = amp ? DType::F32 : d; break;
-        case Autocast::Promote:
-          // x += y keeps x's dtype; x + y takes the wider one.
-          d = written_in_place(g_, n, info) && is_floating(eff[0].dtype) ? eff[0].dtype : widest_float(eff, d);
-          break;
-        case Autocast::Keep: d = (!eff.empty() && eff[0].tensor >= 0 && is_floating(eff[0].dtype)) ? eff[0].dtype : d; break;
-        case Autocast::None: break;
-      }
-    }
+    const DType d = output_dtype(c, o);
     run_dtype_[o] = d;
-    requires_grad_[o] = rg && is_floating(d);
-    const int in0 = eff.empty() ? -1 : eff[0].tensor;
+    requires_grad_[o] = c.rg && is_floating(d);
+    const int in0 = c.eff.empty() ? -1 : c.eff[0].tensor;
     const bool strided_in = in0 >= 0 && !layout_[in0].empty();
     // A reshape of a strided tensor is a view when PyTorch's stride rule allows it.
     std::optional<std::vector<int8_t>> reshaped;
-    const bool reshape_like = info && (info->layout == Layout::Reshape || info->layout == Layout::UnitDims);
+    const bool reshape_like = c.info && (c.info->layout == Layout::Reshape || c.info->layout == Layout::UnitDims);
     if (reshape_like && strided_in && g_.tensors[in0].shape && ot.shape) {
       reshaped = reshape_layout(*g_.tensors[in0].shape, layout_[in0], *ot.shape);
-      if (!reshaped && info->layout == Layout::UnitDims) reshaped = std::vector<int8_t>{-1};  // strides unknown
+      if (!reshaped && c.info->layout == Layout::UnitDims) reshaped = std::vector<int8_t>{-1};  // strides unknown
     }
-    const bool view = (info && info->view && in0 >= 0 && eff[0].block >= 0 &&
-                       !(info->layout == Layout::Reshape && strided_in && !reshaped)) ||
-                      (j == 0 && runs_in_place(g_, n, info, eff, d, facts_, info_));
-    layout_[o] = reshaped ? *reshaped : output_layout(g_, n, o, info, view, in0, layout_, run_dtype_[outs[0]]);
+    const bool view = (c.info && c.info->view && in0 >= 0 && c.eff[0].block >= 0 &&
+                       !(c.info->layout == Layout::Reshape && strided_in && !reshaped)) ||
+                      (j == 0 && runs_in_place(g_, c.n, c.info, c.eff, d, facts_, info_));
+    layout_[o] = reshaped ? *reshaped : output_layout(g_, c.n, o, c.info, view, in0, layout_, run_dtype_[c.outs[0]]);
+    int& b = c.out_blocks[j];
     if (view) {
-      out_blocks[j] = eff[0].block;
-      ref(out_blocks[j]);
+      b = c.eff[0].block;
+      ref(b);
     } else if (j > 0 && of.uses == 0 && !of.graph_output) {
       continue;  // an optional output nobody reads (BatchNorm's running stats, Dropout's mask)
     } else {
-      out_blocks[j] = alloc(bytes_of(o, d), Category::Activations, k);
+      b = alloc(bytes_of(o, d), Category::Activations, c.k);
     }
-    block_of_[o] = out_blocks[j];
-    if (!recompute) {
-      ref(out_blocks[j], of.uses);
-      if (!frame_release_.empty() && frame_release_[o] >= 0 && out_blocks[j] >= 0) {
-        ref(out_blocks[j]);
-        frame_held_[frame_release_[o]].push_back(out_blocks[j]);
+    block_of_[o] = b;
+    if (!c.recompute) {
+      ref(b, of.uses);
+      if (!frame_release_.empty() && frame_release_[o] >= 0 && b >= 0) {
+        ref(b);
+        frame_held_[frame_release_[o]].push_back(b);
       }
     } else {
-      for (int c : ot.consumers) {
-        if (segment_of_[c] == seg) ref(out_blocks[j]);
+      for (int u : ot.consumers) {
+        if (segment_of_[u] == c.seg) ref(b);
       }
     }
-    if (of.graph_output && !recompute) {
-      ref(out_blocks[j]);
-      auto& holder = loss_node_[k] ? cur_loss_ : cur_out_;
-      holder.push_back(out_blocks[j]);
-      if (j == 0 && info && info->output_keeps) {
-        for (const SavedExtra& x : info->output_keeps(g_, n)) {
-          holder.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, k));
-        }
-      }
-    }
+    if (of.graph_output && !c.recompute) hold_graph_output(c, j);
   }
-  // The first cuBLAS call on the main thread creates its workspace, which then stays;
-  // addmm with a bias also creates cuBLASLt's. The call's output exists by then (GPU
-  // traces: the qkv projection's output, then the 32 MiB workspace, then 1 MiB), and
-  // where a block that stays lands decides which segments stay split.
-  if (info && info->cublas) {
-    if (!cublas_fwd_) {
-      cublas_fwd_ = true;
-      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
-    }
-    // (A strided input sends F.linear down matmul + add instead: no epilogue.)
-    if (!cublaslt_ && ins.size() > 2 && ins[2] >= 0 && !copied) {
-      cublaslt_ = true;
-      alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, k);
-    }
-  }
+}
 
-  // cuDNN's RNN call takes its workspace before the reserve it keeps (GPU traces of
-  // lstm_lm: workspace, reserve, workspace freed).
-  int early_ws = -1;
-  if (info && info->fwd_workspace && info->workspace_first && !eff.empty()) {
-    early_ws = scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                           channels_last(eff[0].tensor)),
-                       false, k);
+// A graph output stays until the loss (or the loop) lets it go, with what the op keeps
+// beside it (OpInfo::output_keeps).
+void Builder::hold_graph_output(ForwardCall& c, size_t j) {
+  ref(c.out_blocks[j]);
+  auto& holder = loss_node_[c.k] ? cur_loss_ : cur_out_;
+  holder.push_back(c.out_blocks[j]);
+  if (j == 0 && c.info && c.info->output_keeps) {
+    for (const SavedExtra& x : c.info->output_keeps(g_, c.n)) {
+      holder.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Activations, c.k));
+    }
   }
+}
 
-  // What autograd keeps for backward.
-  if (rg && info && keep_saved) {
-    auto& saved = saved_now_[k];
-    for (size_t i = 0; i < eff.size(); ++i) {
-      if (eff[i].tensor < 0 || eff[i].block < 0) continue;
-      bool keep = info->saves_input(i);
-      if (!keep && i < 32 && (info->saved_if_other >> i) & 1u) {
-        for (size_t j = 0; j < eff.size(); ++j) {
-          // A bias (a third input outside the mask: Linear's, Gemm's C) needs neither
-          // operand for its gradient (addmm's derivative formulas).
-          const bool operand = j < 2 || (j < 32 && (info->saved_if_other >> j) & 1u);
-          if (j != i && operand && eff[j].tensor >= 0 && requires_grad_[eff[j].tensor] && info->grad_of(j) != 'N') {
-            keep = true;
-          }
-        }
-      }
-      if (keep) {
-        ref(eff[i].block);
-        saved.push_back(eff[i].block);
-      }
+// The first cuBLAS call on the main thread creates its workspace, which then stays;
+// addmm with a bias also creates cuBLASLt's. The call's output exists by then (GPU
+// traces: the qkv projection's output, then the 32 MiB workspace, then 1 MiB), and
+// where a block that stays lands decides which segments stay split.
+void Builder::cublas_workspaces(const ForwardCall& c) {
+  if (!c.info || !c.info->cublas) return;
+  if (!cublas_fwd_) {
+    cublas_fwd_ = true;
+    alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, c.k);
+  }
+  // (A strided input sends F.linear down matmul + add instead: no epilogue.)
+  if (!cublaslt_ && c.ins.size() > 2 && c.ins[2] >= 0 && !c.copied) {
+    cublaslt_ = true;
+    alloc(Expr(cfg_.target->cublaslt_workspace), Category::Workspace, c.k);
+  }
+}
+
+// The op's forward workspace (OpInfo::fwd_workspace), as a scratch block.
+int Builder::forward_scratch(const ForwardCall& c, bool temporary) {
+  const EffectiveInput& in = c.eff[0];
+  return scratch(c.info->fwd_workspace(g_, c.n, in.dtype, in.tensor >= 0 && requires_grad_[in.tensor],
+                                       channels_last(in.tensor)),
+                 temporary, c.k);
+}
+
+// Whether backward reads input i: always (OpInfo::saves_input), or when another operand
+// needs a gradient (saved_if_other: mul keeps each operand for the other's gradient).
+bool Builder::saves_input(const ForwardCall& c, size_t i) const {
+  if (c.info->saves_input(i)) return true;
+  if (i >= 32 || !((c.info->saved_if_other >> i) & 1u)) return false;
+  for (size_t j = 0; j < c.eff.size(); ++j) {
+    // A bias (a third input outside the mask: Linear's, Gemm's C) needs neither
+    // operand for its gradient (addmm's derivative formulas).
+    const bool operand = j < 2 || (j < 32 && (c.info->saved_if_other >> j) & 1u);
+    if (j != i && operand && c.eff[j].tensor >= 0 && requires_grad_[c.eff[j].tensor] && c.info->grad_of(j) != 'N') {
+      return true;
     }
-    for (size_t j = 0; j < out_blocks.size(); ++j) {
-      if (out_blocks[j] >= 0 && info->saves_output(j)) {
-        ref(out_blocks[j]);
-        saved.push_back(out_blocks[j]);
-      }
-    }
-    saved.insert(saved.end(), early.begin(), early.end());
-    if (info->saved_extra && !info->extras_first) {
-      for (const SavedExtra& x : info->saved_extra(g_, n)) {
-        const bool as_out = x.output_dtype && !outs.empty() && outs[0] >= 0;
-        const DType d = as_out ? run_dtype_[outs[0]] : x.dtype;
-        saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, k));
-      }
-    }
-  } else if (rg && !info && keep_saved) {
+  }
+  return false;
+}
+
+// What autograd keeps for backward.
+void Builder::save_for_backward(ForwardCall& c) {
+  if (!c.rg || !c.keep_saved) return;
+  auto& saved = saved_now_[c.k];
+  if (!c.info) {
     // An op memest has no entry for: assume its backward reads every input, the most
     // it could keep short of its own outputs, so the estimate errs high.
-    auto& saved = saved_now_[k];
-    for (const auto& in : eff) {
+    for (const auto& in : c.eff) {
       if (in.tensor < 0 || in.block < 0) continue;
       ref(in.block);
       saved.push_back(in.block);
     }
+    return;
   }
-  if (!(rg && keep_saved) && info && info->extras_without_grad && info->saved_extra) {
-    for (const SavedExtra& x : info->saved_extra(g_, n)) {
-      temps.push_back(alloc(x.numel * Expr(dtype_size(x.dtype)), Category::Temporaries, k));
+  for (size_t i = 0; i < c.eff.size(); ++i) {
+    if (c.eff[i].tensor < 0 || c.eff[i].block < 0 || !saves_input(c, i)) continue;
+    ref(c.eff[i].block);
+    saved.push_back(c.eff[i].block);
+  }
+  for (size_t j = 0; j < c.out_blocks.size(); ++j) {
+    if (c.out_blocks[j] >= 0 && c.info->saves_output(j)) {
+      ref(c.out_blocks[j]);
+      saved.push_back(c.out_blocks[j]);
     }
   }
-  if (early_ws >= 0) unref(early_ws);
-  if (info && info->fwd_workspace && !info->workspace_first && !eff.empty()) {
-    unref(scratch(info->fwd_workspace(g_, n, eff[0].dtype, eff[0].tensor >= 0 && requires_grad_[eff[0].tensor],
-                                      channels_last(eff[0].tensor)),
-                  info->scratch_is_temporary, k));
+  saved.insert(saved.end(), c.early.begin(), c.early.end());
+  if (c.info->saved_extra && !c.info->extras_first) {
+    for (const SavedExtra& x : c.info->saved_extra(g_, c.n)) {
+      const bool as_out = x.output_dtype && !c.outs.empty() && c.outs[0] >= 0;
+      const DType d = as_out ? run_dtype_[c.outs[0]] : x.dtype;
+      saved.push_back(alloc(x.numel * Expr(dtype_size(d)), Category::Activations, c.k));
+    }
   }
-  if (info && info->reduced_axes && !eff.empty()) unref(reduction_buffer(k, n, *info, eff[0]));
+}
 
-  // Forward uses end: inputs, cast copies, and the outputs' creation references.
-  // (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const int t = ins[i];
+// Forward uses end: inputs, cast copies, and the outputs' creation references.
+// (Parameters, buffers and inputs are held by the model and the loop, not by uses.)
+void Builder::end_forward_uses(ForwardCall& c) {
+  for (size_t i = 0; i < c.ins.size(); ++i) {
+    const int t = c.ins[i];
     if (t < 0 || facts_[t].producer < 0) continue;
     // In a recompute, inputs from outside the segment are held by checkpoint, not by uses.
-    if (recompute && segment_of_[facts_[t].producer] != seg) continue;
+    if (c.recompute && segment_of_[facts_[t].producer] != c.seg) continue;
     unref(block_of_[t]);
   }
-  for (int b : temps) unref(b);
-  for (int b : out_blocks) unref(b);
+  for (int b : c.temps) unref(b);
+  for (int b : c.out_blocks) unref(b);
 }
 
 // ---- optimizer step ------------------------------------------------------------

@@ -91,7 +91,35 @@ class Builder : public StepMemory {
 
   void forward();
 
+  /// One forward call of a node: what its stages (forward_node) share.
+  struct ForwardCall {
+    int k;
+    const Node& n;
+    const OpInfo* info;  ///< may turn into a variant (the dispatcher's backend)
+    std::span<const int> ins, outs;
+    std::span<EffectiveInput> eff;  ///< the inputs as the op sees them (cast_inputs)
+    Autocast policy;
+    int seg;
+    bool recompute, keep_saved;
+    bool rg = false;                ///< autograd records the node
+    bool copied = false;            ///< a strided input was copied contiguous
+    std::vector<int> temps = {};    ///< cast and contiguous copies owned by the call
+    std::vector<int> early = {};    ///< saved extras made before the outputs
+    std::vector<int> out_blocks = {};
+  };
+
   void forward_node(int k, bool recompute = false);
+  void cast_inputs(ForwardCall& c);
+  bool records_grad(const ForwardCall& c) const;
+  void copy_strided_inputs(ForwardCall& c);
+  DType output_dtype(const ForwardCall& c, int o) const;
+  void allocate_outputs(ForwardCall& c);
+  void hold_graph_output(ForwardCall& c, size_t j);
+  void cublas_workspaces(const ForwardCall& c);
+  int forward_scratch(const ForwardCall& c, bool temporary);
+  bool saves_input(const ForwardCall& c, size_t i) const;
+  void save_for_backward(ForwardCall& c);
+  void end_forward_uses(ForwardCall& c);
 
   void accumulate(int t, int g);
 
