@@ -211,20 +211,58 @@ void Builder::reduction_scratch(int k, const Node& n, const std::vector<std::pai
 void Builder::backward_node(int k) {
   const Node& n = g_.nodes[k];
   const OpInfo* info = info_[k];
+  const std::span<const int> outs = outputs(k);
+  const int out0 = outs.empty() ? -1 : outs[0];
+  // (full-shape gradient, input) of broadcast inputs, summed below
+  const std::vector<std::pair<int, int>> full = input_gradients(k);
+  first_cublas_call(k);  // when no gradient was allocated above
+  // sum_to_size of each full-shape gradient is one Reduce.cuh reduction over the dims
+  // the input was broadcast along, with its global buffer while the full gradient lives
+  // (traces26 rnd21_151: an SE gate's x * s[N, C, 1, 1] on a channels-last map, 52 MB
+  // beside two 26 MB maps; none when the map is contiguous, its H x W innermost).
+  for (const auto& [b, t] : full) {
+    // The full gradient is grad * other: TensorIterator lays it out like the incoming
+    // gradient, its first operand and of the full shape.
+    const auto axes = g_.tensors[t].shape && g_.tensors[out0].shape
+                          ? broadcast_axes(*g_.tensors[t].shape, *g_.tensors[out0].shape)
+                          : std::nullopt;
+    unref(reduction_buffer(k, out0, axes, run_dtype_[out0], grad_layout(out0)));
+    unref(b);
+  }
+  if (info && info->sums_broadcast_grads) reduction_scratch(k, n, full);
+  backward_workspace(k);
+  bias_gradient_reduction(k);
+  for (int o : outs) {
+    if (o >= 0 && grad_[o] >= 0) {
+      unref(grad_[o]);
+      grad_[o] = -1;
+    }
+  }
+}
+
+// Backward runs on autograd's device thread, whose cuBLAS handle has its own
+// workspace, created by the first cuBLAS call there: after that call's output (GPU
+// traces: the LM head's weight gradient, then the 32 MiB workspace, then the input's).
+void Builder::first_cublas_call(int k) {
+  const OpInfo* info = info_[k];
+  if (info && info->cublas && !cublas_bwd_ && cfg_.target->cublas_backward_workspace) {
+    cublas_bwd_ = true;
+    alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
+  }
+}
+
+// The gradient of each input that needs one, in the order autograd makes them, handed
+// to accumulate (or, for autocast's cast copies, to the ToCopyBackward that follows).
+// Returns the full-shape gradients of broadcast inputs (with their inputs), which the
+// caller sums.
+std::vector<std::pair<int, int>> Builder::input_gradients(int k) {
+  const Node& n = g_.nodes[k];
+  const OpInfo* info = info_[k];
   const std::span<const int> ins = inputs(k), outs = outputs(k);
   const std::span<const EffectiveInput> eff = effective(k);
-  // Backward runs on autograd's device thread, whose cuBLAS handle has its own
-  // workspace, created by the first cuBLAS call there: after that call's output (GPU
-  // traces: the LM head's weight gradient, then the 32 MiB workspace, then the input's).
-  auto first_cublas_call = [&] {
-    if (info && info->cublas && !cublas_bwd_ && cfg_.target->cublas_backward_workspace) {
-      cublas_bwd_ = true;
-      alloc(Expr(cfg_.target->cublas_workspace), Category::Workspace, k);
-    }
-  };
   const int out0 = outs.empty() ? -1 : outs[0];
   const bool swap = info && info->second_grad_first && ins.size() == 2;
-  std::vector<std::pair<int, int>> full;  // (full-shape gradient, input) of broadcast inputs, summed below
+  std::vector<std::pair<int, int>> full;
   for (size_t step = 0; step < ins.size(); ++step) {
     const size_t i = swap ? 1 - step : step;
     int t = ins[i];
@@ -243,7 +281,7 @@ void Builder::backward_node(int k) {
     } else {
       if (summed) full.push_back({alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k), t});
       gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
-      first_cublas_call();
+      first_cublas_call(k);
       if (i == 0 && info && info->bwd_data_workspace) {
         const DType sd = info->scratch_is_temporary && out0 >= 0 ? run_dtype_[out0] : d;
         unref(scratch(info->bwd_data_workspace(g_, n, sd, true, channels_last(t)), info->scratch_is_temporary, k));
@@ -257,49 +295,43 @@ void Builder::backward_node(int k) {
     }
     accumulate(t, gblock);
   }
-  first_cublas_call();  // when no gradient was allocated above
-  // sum_to_size of each full-shape gradient is one Reduce.cuh reduction over the dims
-  // the input was broadcast along, with its global buffer while the full gradient lives
-  // (traces26 rnd21_151: an SE gate's x * s[N, C, 1, 1] on a channels-last map, 52 MB
-  // beside two 26 MB maps; none when the map is contiguous, its H x W innermost).
-  for (const auto& [b, t] : full) {
-    // The full gradient is grad * other: TensorIterator lays it out like the incoming
-    // gradient, its first operand and of the full shape.
-    const auto axes = g_.tensors[t].shape && g_.tensors[out0].shape
-                          ? broadcast_axes(*g_.tensors[t].shape, *g_.tensors[out0].shape)
-                          : std::nullopt;
-    unref(reduction_buffer(k, out0, axes, run_dtype_[out0], grad_layout(out0)));
-    unref(b);
+  return full;
+}
+
+// The op's backward workspace (OpInfo::bwd_workspace: wgrad's), and what a bound says
+// it may take beyond it (Program::workspace_excess).
+void Builder::backward_workspace(int k) {
+  const Node& n = g_.nodes[k];
+  const OpInfo* info = info_[k];
+  const std::span<const EffectiveInput> eff = effective(k);
+  if (!info || !info->bwd_workspace || eff.empty()) return;
+  const bool input_grad = eff[0].tensor >= 0 && requires_grad_[eff[0].tensor];
+  const bool cl = channels_last(eff[0].tensor);
+  Workspace ws = info->bwd_workspace(g_, n, eff[0].dtype, input_grad, cl);
+  if (info->bwd_workspace_bound) {
+    prog_.workspace_excess.push_back({k, info->bwd_workspace_bound(g_, n, eff[0].dtype, input_grad, cl).bytes - ws.bytes});
   }
-  if (info && info->sums_broadcast_grads) reduction_scratch(k, n, full);
-  if (info && info->bwd_workspace && !eff.empty()) {
-    const bool input_grad = eff[0].tensor >= 0 && requires_grad_[eff[0].tensor];
-    const bool cl = channels_last(eff[0].tensor);
-    Workspace ws = info->bwd_workspace(g_, n, eff[0].dtype, input_grad, cl);
-    if (info->bwd_workspace_bound) {
-      prog_.workspace_excess.push_back({k, info->bwd_workspace_bound(g_, n, eff[0].dtype, input_grad, cl).bytes - ws.bytes});
-    }
-    unref(scratch(std::move(ws), info->scratch_is_temporary, k));
+  unref(scratch(std::move(ws), info->scratch_is_temporary, k));
+}
+
+// A convolution's bias gradient sums the output's gradient over every dim but the
+// channels, a CUDA reduction, after the weight's gradient (convprobe-depthwise traces:
+// grad_input, grad_weight, wgrad workspace, grad_bias, the reduction's buffer). The
+// gradient is taken in the output's layout: on a channels-last map the channels are
+// innermost and the buffer reaches 132 MiB.
+void Builder::bias_gradient_reduction(int k) {
+  const OpInfo* info = info_[k];
+  const std::span<const int> ins = inputs(k), outs = outputs(k);
+  const int out0 = outs.empty() ? -1 : outs[0];
+  if (!info || !info->bias_grad_is_reduction || ins.size() <= 2 || ins[2] < 0 || !requires_grad_[ins[2]] || out0 < 0 ||
+      !g_.tensors[out0].shape) {
+    return;
   }
-  // A convolution's bias gradient sums the output's gradient over every dim but the
-  // channels, a CUDA reduction, after the weight's gradient (convprobe-depthwise traces:
-  // grad_input, grad_weight, wgrad workspace, grad_bias, the reduction's buffer). The
-  // gradient is taken in the output's layout: on a channels-last map the channels are
-  // innermost and the buffer reaches 132 MiB.
-  if (info && info->bias_grad_is_reduction && ins.size() > 2 && ins[2] >= 0 && requires_grad_[ins[2]] && out0 >= 0 &&
-      g_.tensors[out0].shape) {
-    std::vector<int64_t> axes;
-    for (size_t i = 0; i < g_.tensors[out0].shape->size(); ++i) {
-      if (i != 1) axes.push_back(static_cast<int64_t>(i));
-    }
-    unref(reduction_buffer(k, out0, axes, run_dtype_[out0]));
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < g_.tensors[out0].shape->size(); ++i) {
+    if (i != 1) axes.push_back(static_cast<int64_t>(i));
   }
-  for (int o : outs) {
-    if (o >= 0 && grad_[o] >= 0) {
-      unref(grad_[o]);
-      grad_[o] = -1;
-    }
-  }
+  unref(reduction_buffer(k, out0, axes, run_dtype_[out0]));
 }
 
 }  // namespace memest::sim

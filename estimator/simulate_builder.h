@@ -139,6 +139,10 @@ class Builder : public StepMemory {
   void reduction_scratch(int k, const Node& n, const std::vector<std::pair<int, int>>& summed);
 
   void backward_node(int k);
+  void first_cublas_call(int k);
+  std::vector<std::pair<int, int>> input_gradients(int k);
+  void backward_workspace(int k);
+  void bias_gradient_reduction(int k);
 
   void step();
 
