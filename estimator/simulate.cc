@@ -7,32 +7,8 @@
 namespace memest::sim {
 
 Builder::Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
+  index_graph();
   const size_t nt = g.tensors.size(), nn = g.nodes.size();
-  facts_.resize(nt);
-  for (size_t t = 0; t < nt; ++t) {
-    const Tensor& ten = g.tensors[t];
-    facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
-                 !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype};
-    if (ten.graph_output && ten.producer >= 0 && g.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
-  }
-  dead_.resize(nn);
-  loss_node_.resize(nn);
-  info_.resize(nn);
-  io_at_.resize(2 * nn + 1);
-  for (size_t k = 0; k < nn; ++k) {
-    const Node& n = g.nodes[k];
-    info_[k] = n.info;
-    io_at_[2 * k] = static_cast<uint32_t>(io_.size());
-    io_.insert(io_.end(), n.inputs.begin(), n.inputs.end());
-    io_at_[2 * k + 1] = static_cast<uint32_t>(io_.size());
-    io_.insert(io_.end(), n.outputs.begin(), n.outputs.end());
-  }
-  io_at_[2 * nn] = static_cast<uint32_t>(io_.size());
-  eff_.resize(io_.size());
-  for (size_t k = 0; k < nn; ++k) {
-    dead_[k] = g.nodes[k].dead;
-    loss_node_[k] = g.nodes[k].domain == "memest" && g.nodes[k].module == "loss";
-  }
   // About 7 blocks and 12 events per node over three iterations; growing there
   // copies them several times over.
   prog_.blocks.reserve(nn * 8);
@@ -62,23 +38,60 @@ Builder::Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
   frame_held_.resize(nn);
   prog_.saved_by_node.resize(nn);
   low_ = cfg.amp == Amp::BF16 ? DType::BF16 : DType::F16;
-  segment_of_.assign(nn, -1);
-  segments_ = checkpoint_segments(g, cfg.checkpoint);
+  plan_checkpoints();
+  par_ = make_parallel(g, cfg, *this, prog_.notes);
+}
+
+// Per-tensor facts, each node's op and its inputs and outputs packed in one array, which
+// nodes are dead and which make the loss (seed_: the loss's output).
+void Builder::index_graph() {
+  const size_t nt = g_.tensors.size(), nn = g_.nodes.size();
+  facts_.resize(nt);
+  for (size_t t = 0; t < nt; ++t) {
+    const Tensor& ten = g_.tensors[t];
+    facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
+                 !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype};
+    if (ten.graph_output && ten.producer >= 0 && g_.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
+  }
+  dead_.resize(nn);
+  loss_node_.resize(nn);
+  info_.resize(nn);
+  io_at_.resize(2 * nn + 1);
+  for (size_t k = 0; k < nn; ++k) {
+    const Node& n = g_.nodes[k];
+    info_[k] = n.info;
+    io_at_[2 * k] = static_cast<uint32_t>(io_.size());
+    io_.insert(io_.end(), n.inputs.begin(), n.inputs.end());
+    io_at_[2 * k + 1] = static_cast<uint32_t>(io_.size());
+    io_.insert(io_.end(), n.outputs.begin(), n.outputs.end());
+  }
+  io_at_[2 * nn] = static_cast<uint32_t>(io_.size());
+  eff_.resize(io_.size());
+  for (size_t k = 0; k < nn; ++k) {
+    dead_[k] = g_.nodes[k].dead;
+    loss_node_[k] = g_.nodes[k].domain == "memest" && g_.nodes[k].module == "loss";
+  }
+}
+
+// --checkpoint's segments (segments.cc), each node's segment, and what each segment's
+// checkpoint() keeps: the activations that flow into it from outside.
+void Builder::plan_checkpoints() {
+  const size_t nt = g_.tensors.size();
+  segment_of_.assign(g_.nodes.size(), -1);
+  segments_ = checkpoint_segments(g_, cfg_.checkpoint);
   for (size_t s = 0; s < segments_.size(); ++s) {
     for (int k = segments_[s].first; k <= segments_[s].last; ++k) segment_of_[k] = static_cast<int>(s);
   }
-  par_ = make_parallel(g, cfg, *this, prog_.notes);
   seg_inputs_.resize(segments_.size());
   seg_held_.resize(segments_.size());
   if (!segments_.empty()) spare_cache_.assign(nt, -1);
   std::vector<int> seen(segments_.empty() ? 0 : nt, -1);  // the last segment that saw each tensor
   for (size_t s = 0; s < segments_.size(); ++s) {
-    // checkpoint() keeps its arguments: the activations that flow into the block.
     for (int k = segments_[s].first; k <= segments_[s].last; ++k) {
-      for (int t : g.nodes[k].inputs) {
+      for (int t : g_.nodes[k].inputs) {
         if (t < 0 || seen[t] == static_cast<int>(s)) continue;
         seen[t] = static_cast<int>(s);
-        const int p = g.tensors[t].producer;
+        const int p = g_.tensors[t].producer;
         if (p >= 0 && segment_of_[p] != static_cast<int>(s)) seg_inputs_[s].push_back(t);
       }
     }

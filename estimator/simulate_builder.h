@@ -83,6 +83,8 @@ class Builder : public StepMemory {
     if (b >= 0) refs_[b] += times;
   }
 
+  void index_graph();
+  void plan_checkpoints();
   void setup();
 
   void size_targets_like_outputs();
