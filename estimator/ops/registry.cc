@@ -11,7 +11,7 @@ namespace {
 // Every op family. A new family adds one line here and one file in ops/.
 OpTable (*const kFamilies[])() = {
     conv_ops, pool_ops,  matmul_ops, elementwise_ops, activation_ops, norm_ops,
-    reduce_ops, shape_ops, arith_ops, rnn_ops,        fused_ops,
+    reduce_ops, shape_ops, arith_ops, rnn_ops,        fused_ops, resample_ops,
 };
 
 struct Registry {

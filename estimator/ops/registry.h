@@ -39,6 +39,7 @@ OpTable activation_ops();
 OpTable norm_ops();
 OpTable reduce_ops();
 OpTable shape_ops();      // Reshape, Transpose, Concat, Slice, Gather, ... (layout and indexing)
+OpTable resample_ops();   // Resize, Upsample, GridSample, DepthToSpace, SpaceToDepth
 OpTable arith_ops();      // Shape, Constant, Range, ConstantOfShape, ... (shape arithmetic sources)
 OpTable rnn_ops();
 OpTable fused_ops();      // memest's own: Linear, Attention, Gelu, LayerNorm patterns, losses
