@@ -19,6 +19,13 @@ constexpr int64_t kLargeBuffer = 20 << 20;    // segment for requests under kMin
 constexpr int64_t kMinLargeAlloc = 10 << 20;
 constexpr int64_t kRoundLarge = 2 << 20;
 
+int64_t ceil_to(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// The segment cudaMalloc'd for a request of `size` bytes that no cached block serves.
+int64_t segment_for(int64_t size) {
+  return size <= kSmallSize ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
+}
+
 // Where a block lies: its segment's address (SegmentOrder's, or the GPU's), then the
 // offset in the segment.
 using Address = std::pair<int64_t, int64_t>;
@@ -178,7 +185,7 @@ class Model {
     if (pool.take_best_fit(size, &found)) {
       b = found.id;
     } else {
-      int64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
+      const int64_t seg = segment_for(size);
       if (limit_ && reserved_ + seg > *limit_) {
         release_cached();
         if (reserved_ + seg > *limit_) return -1;
@@ -243,13 +250,12 @@ class Model {
   }
 
   int64_t block_size(int b) const { return blocks_[b].size; }
+  int64_t reserved() const { return reserved_; }
   int64_t peak_reserved() const { return peak_reserved_; }
   bool released_cache() const { return released_; }
   int64_t peak_allocated() const { return peak_allocated_; }
 
  private:
-  static int64_t ceil_to(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
   // A block's address, as far as its order among free blocks goes (SegmentOrder).
   // Replaying the uncapped GPU traces with newest segments first reproduces every
   // traced reserved peak but 4 (off by 12 to 64 MiB), against 7 (up to 690 MiB off)
@@ -298,8 +304,22 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   return replay_allocator(p, block_sizes(p, b, round), limit, locate);
 }
 
-AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
-                                 bool locate) {
+namespace {
+
+// The most a program's requests can add to the reserved bytes: a new segment each.
+int64_t most_added(const Program& p, const std::vector<int64_t>& size) {
+  int64_t total = 0;
+  for (const Event& ev : p.events) {
+    if (ev.kind == Event::Alloc && size[ev.block] > 0) total = checked_add(total, segment_for(size[ev.block]));
+  }
+  return total;
+}
+
+// The replay. Given `to_come` (most_added()'s, and a limit), the most the requests not
+// yet replayed can add, it stops at the first event from which the cap can no longer be
+// reached (AllocatorResult::fits_for_certain).
+AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit, bool locate,
+                       std::optional<int64_t> to_come) {
   Model m(limit);
   m.reserve(p.blocks.size());
   std::vector<int> where(p.blocks.size(), -1);
@@ -309,11 +329,17 @@ AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& s
   int64_t total = 0, top = 0;  // allocated bytes, for a replay that does not locate its peak
   int64_t requested = 0;
   for (size_t e = 0; e < p.events.size(); ++e) {
+    // Only before any release: after one, the answer rests on the uncapped replay.
+    if (to_come && !m.released_cache() && m.reserved() + *to_come <= *limit) {
+      r.fits_for_certain = true;
+      break;
+    }
     if (locate) peak.at(e);
     const Event& ev = p.events[e];
     const Block& blk = p.blocks[ev.block];
     if (ev.kind == Event::Alloc) {
       requested = checked_add(requested, size[ev.block]);
+      if (to_come && size[ev.block] > 0) *to_come -= segment_for(size[ev.block]);
       r.requested_peak = std::max(r.requested_peak, requested);
       if (size[ev.block] == 0) continue;
       int b = m.malloc(size[ev.block]);
@@ -353,6 +379,17 @@ AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& s
   r.peak_allocated = m.peak_allocated();
   r.granted = std::move(got);
   return r;
+}
+
+}  // namespace
+
+AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
+                                 bool locate) {
+  return replay(p, size, limit, locate, std::nullopt);
+}
+
+AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit) {
+  return replay(p, size, limit, /*locate=*/false, most_added(p, size));
 }
 
 AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit,

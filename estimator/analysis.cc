@@ -374,7 +374,11 @@ BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget, std::
   try {
     const std::vector<int64_t> size = block_sizes(a.program, b, a.train.target->alloc_round);
     if (committed_peak(a.program, size) > budget) return out;
-    const AllocatorResult capped = replay_allocator(a.program, size, budget, /*locate=*/false);
+    const AllocatorResult capped = probe_allocator(a.program, size, budget);
+    if (capped.fits_for_certain) {
+      out.fits = true;  // the peak allocated is within the reserved bytes, within the budget
+      return out;
+    }
     if (capped.out_of_memory) return out;
     out.capped_reserved = capped.peak_reserved;
     // Until the cap makes it empty its cache, the capped allocator does what the
