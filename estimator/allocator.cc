@@ -30,21 +30,31 @@ int64_t segment_for(int64_t size) {
 // offset in the segment.
 using Address = std::pair<int64_t, int64_t>;
 
+// One block of a segment; merged-away and released blocks keep their id with size 0.
+struct Blk {
+  int64_t size;
+  int seg;
+  int prev = -1, next = -1;
+  bool free = false;
+  bool small;
+  int64_t offset = 0;  ///< from the segment's start
+};
+
 // Free blocks ordered by (size, address), as the allocator's BlockComparator orders
 // them. Addresses are the model's (Model::address): which of two free blocks of one
 // size is taken decides where later blocks land. A replay does a best-fit lookup, an
 // erase and an insert per event, over pools of thousands of blocks but only a few
 // hundred distinct sizes (a model allocates the same shapes over and over): a sorted
-// vector of the sizes, and per size a min-heap of (address, id). An erase only forgets
-// the id (member_), leaving its heap entry to be skipped when it surfaces: a sorted
+// vector of the sizes, and per size a min-heap of (address, id). A block is a member of
+// the pool under size s while it is free and of size s; an erase leaves its heap entry
+// to be skipped when it surfaces, the block then changing size or state: a sorted
 // vector per size made each insert and erase shift the entries after it, quadratic on
 // a million-node graph, whose pools hold hundreds of thousands of blocks of one size.
 // A block id is in the pool under one size at a time.
 class FreePool {
  public:
-  /// `member` is shared by the pools of one allocator: a block id is only ever in one.
-  /// It has an entry for every block id the allocator has made (Model::new_block).
-  explicit FreePool(std::vector<int64_t>& member) : member_(member) {}
+  /// `blocks` is the allocator's: a free block is in the pool its size belongs to.
+  explicit FreePool(const std::vector<Blk>& blocks) : blocks_(blocks) {}
 
   struct Key {
     int64_t size;
@@ -53,7 +63,8 @@ class FreePool {
   };
 
   /// Removes and returns the best fit for `size`: the smallest size >= it, and of
-  /// those the lowest address. False when there is none.
+  /// those the lowest address. False when there is none. The caller marks the block
+  /// allocated.
   bool take_best_fit(int64_t size, Key* out) {
     const size_t i = bucket_for(size);
     if (i == buckets_.size()) return false;
@@ -62,13 +73,12 @@ class FreePool {
     while (!is_member(heap.front().second, bk.size)) pop(heap);
     *out = {bk.size, heap.front().second, heap.front().first};
     pop(heap);
-    member_[out->id] = -1;
     if (--bk.count == 0) drop_bucket(i);
     return true;
   }
 
+  /// Adds a free block that is not in the pool (a block just freed, or a split's rest).
   void insert(const Key& k) {
-    if (is_member(k.id, k.size)) return;  // already there (a set ignores it too)
     size_t i = bucket_for(k.size);
     if (i == buckets_.size() || buckets_[i].size != k.size) {
       buckets_.insert(buckets_.begin() + static_cast<long>(i), Bucket{k.size, new_heap(), 0});
@@ -78,19 +88,18 @@ class FreePool {
     heap.emplace_back(k.addr, k.id);
     std::push_heap(heap.begin(), heap.end(), std::greater<>());
     ++bk.count;
-    member_[k.id] = k.size;
   }
 
-  /// Erases k when present.
+  /// Erases k when present; the caller then changes the block's size (a merge).
   void erase(const Key& k) {
     if (!is_member(k.id, k.size)) return;
-    member_[k.id] = -1;
     const size_t i = bucket_for(k.size);
     if (--buckets_[i].count == 0) drop_bucket(i);
   }
 
-  /// Erases every key for which pred(key) is true. pred sees each key once, in no
-  /// particular order (the model's only sums what it erases).
+  /// Erases every key for which pred(key) is true; pred makes such a block a non-member
+  /// (a size of 0). pred sees each key once, in no particular order (the model's only
+  /// sums what it erases).
   template <typename Pred>
   void erase_if(Pred pred) {
     for (size_t i = buckets_.size(); i-- > 0;) {
@@ -105,7 +114,6 @@ class FreePool {
         const Entry e = heap[j];
         if (!is_member(e.second, bk.size)) continue;
         if (pred(Key{bk.size, e.second, e.first})) {
-          member_[e.second] = -1;
           --bk.count;
         } else {
           heap[kept++] = e;
@@ -128,7 +136,8 @@ class FreePool {
     int count;  ///< members of this size
   };
   bool is_member(int id, int64_t size) const {
-    return member_[id] == size;
+    const Blk& b = blocks_[static_cast<size_t>(id)];
+    return b.free && b.size == size;
   }
   static void pop(std::vector<Entry>& heap) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
@@ -159,22 +168,13 @@ class FreePool {
   std::vector<Bucket> buckets_;           // one per distinct size present, ascending
   std::vector<std::vector<Entry>> heaps_;  // by slot
   std::vector<int> spare_;                // slots of emptied heaps, reused for new sizes
-  std::vector<int64_t>& member_;          // per block id: the size it is free under, or -1
-};
-
-struct Blk {
-  int64_t size;
-  int seg;
-  int prev = -1, next = -1;
-  bool free = false;
-  bool small;
-  int64_t offset = 0;  ///< from the segment's start
+  const std::vector<Blk>& blocks_;        // the allocator's
 };
 
 class Model {
  public:
   explicit Model(std::optional<int64_t> limit, SegmentOrder order = SegmentOrder::NewestFirst)
-      : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst), small_(member_), large_(member_) {}
+      : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst), small_(blocks_), large_(blocks_) {}
 
   // Returns the block id, or -1 when out of memory.
   int malloc(int64_t size, int64_t segment_address = -1) {
@@ -246,7 +246,6 @@ class Model {
   /// fresh pages in each time (a tenth of a replay).
   void reserve(size_t n) {
     blocks_.reserve(n);
-    member_.reserve(n);
   }
 
   int64_t block_size(int b) const { return blocks_[b].size; }
@@ -263,21 +262,17 @@ class Model {
   Address address(int b) const { return {seg_address_[static_cast<size_t>(blocks_[b].seg)], blocks_[b].offset}; }
   FreePool::Key key(int b) const { return {blocks_[b].size, b, address(b)}; }
 
-  // Every block id has its pools' membership entry from the start, so that the pools
-  // never check or grow it (a tenth of an insert's instructions).
-  void new_block(const Blk& blk) {
-    blocks_.push_back(blk);
-    member_.push_back(-1);
-  }
+  void new_block(const Blk& blk) { blocks_.push_back(blk); }
 
   // empty_cache on failure: whole free segments go back to the driver.
   void release_cached() {
     released_ = true;
     for (auto* pool : {&small_, &large_}) {
       pool->erase_if([&](const FreePool::Key& k) {
-        const Blk& blk = blocks_[k.id];
+        Blk& blk = blocks_[k.id];
         if (blk.prev < 0 && blk.next < 0 && blk.size == seg_size_[blk.seg]) {
           reserved_ -= blk.size;
+          blk.size = 0;  // the segment is gone
           return true;
         }
         return false;
@@ -291,7 +286,7 @@ class Model {
   std::vector<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
-  std::vector<int64_t> member_;  // the pools' (declared before them: they keep a reference)
+
   FreePool small_, large_;
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
