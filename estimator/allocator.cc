@@ -195,7 +195,7 @@ class Model {
       b = static_cast<int>(blocks_.size());
       const int64_t n = nsegs_++;
       seg_address_.push_back(segment_address >= 0 ? segment_address : newest_first_ ? -n : n);
-      new_block({seg, static_cast<int>(n), -1, -1, false, small, 0});
+      blocks_.push_back({seg, static_cast<int>(n), -1, -1, false, small, 0});
       seg_size_.push_back(seg);
     }
     Blk& blk = blocks_[b];
@@ -203,7 +203,7 @@ class Model {
     const int64_t rest = blk.size - size;
     if ((small && rest >= 512) || (!small && rest > kSmallSize)) {
       int r = static_cast<int>(blocks_.size());
-      new_block({rest, blk.seg, b, blk.next, true, small, blk.offset + size});
+      blocks_.push_back({rest, blk.seg, b, blk.next, true, small, blk.offset + size});
       Blk& me = blocks_[b];  // re-fetch: push_back may reallocate
       if (me.next >= 0) blocks_[me.next].prev = r;
       me.next = r;
@@ -262,8 +262,6 @@ class Model {
   Address address(int b) const { return {seg_address_[static_cast<size_t>(blocks_[b].seg)], blocks_[b].offset}; }
   FreePool::Key key(int b) const { return {blocks_[b].size, b, address(b)}; }
 
-  void new_block(const Blk& blk) { blocks_.push_back(blk); }
-
   // empty_cache on failure: whole free segments go back to the driver.
   void release_cached() {
     released_ = true;
@@ -286,8 +284,7 @@ class Model {
   std::vector<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
-
-  FreePool small_, large_;
+  FreePool small_, large_;  // after blocks_, which they read
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
 };
