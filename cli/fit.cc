@@ -92,6 +92,14 @@ bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_
   return ok;
 }
 
+bool fits(BudgetProbe&& probe, int64_t budget, Estimate* out) {
+  // As fits() does for a capped replay that released its cache and did not fail.
+  *out = std::move(*probe.uncapped);
+  const bool ok = out->peak.peak_bytes <= budget;
+  if (ok) out->reserved_bytes = probe.capped_reserved;
+  return ok;
+}
+
 int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max) {
   int64_t lo = 0, hi = 1;
   while (hi <= max && fits_at(hi)) {

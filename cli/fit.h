@@ -46,6 +46,10 @@ std::string profiled_gpu(const Target& t);
 /// `free_value` binds the swept dim (sweep --sweep); `out`, when set, gets the estimate.
 bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out);
 
+/// fits() with an estimate for the batch of a probe that made the uncapped estimate
+/// (BudgetProbe::uncapped set): the same answer and estimate, without two more replays.
+bool fits(BudgetProbe&& probe, int64_t budget, Estimate* out);
+
 /// The largest v in [1, max] with fits_at(v), or 0 when not even 1 fits: doubling,
 /// then bisection, about 2*log2(answer) calls. Assumes fitting is monotone in v.
 int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max = kDefaultMaxBatch);

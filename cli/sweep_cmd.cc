@@ -122,14 +122,30 @@ int run_sweep(const SweepOptions& o) {
       return by_dim ? fits(a, o.common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
     };
     int tried = 0;
+    // The last probe that fitted after the cap emptied the cache made the estimate the
+    // answer needs; the largest value that fits is always the last probe that fitted
+    // (search_fitting), so near the cap the answer costs no replay of its own.
+    std::optional<BudgetProbe> last_fit;
+    int64_t last_fit_value = 0;
     found = search_fitting(
         [&](int64_t v) {
           progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
-          return try_value(v, nullptr);
+          BudgetProbe p = by_dim ? probe_budget(a, o.common.batch, budget, v) : probe_budget(a, v, budget);
+          const bool ok = p.fits;
+          if (ok) last_fit.reset();
+          if (ok && p.uncapped) {
+            last_fit = std::move(p);
+            last_fit_value = v;
+          }
+          return ok;
         },
         [&](int64_t v) { return by_dim ? may_fit_budget(a, o.common.batch, budget, v) : may_fit_budget(a, v, budget); },
         o.max);
-    if (found.largest > 0) try_value(found.largest, &best);
+    if (found.largest > 0 && last_fit && last_fit_value == found.largest) {
+      fits(std::move(*last_fit), budget, &best);
+    } else if (found.largest > 0) {
+      try_value(found.largest, &best);
+    }
   }
   std::optional<Rescue> help;
   if (found.largest == 0 && !by_dim) help = rescue(o, budget);

@@ -19,24 +19,42 @@ constexpr int64_t kLargeBuffer = 20 << 20;    // segment for requests under kMin
 constexpr int64_t kMinLargeAlloc = 10 << 20;
 constexpr int64_t kRoundLarge = 2 << 20;
 
+int64_t ceil_to(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// The segment cudaMalloc'd for a request of `size` bytes that no cached block serves.
+int64_t segment_for(int64_t size) {
+  return size <= kSmallSize ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
+}
+
 // Where a block lies: its segment's address (SegmentOrder's, or the GPU's), then the
 // offset in the segment.
 using Address = std::pair<int64_t, int64_t>;
+
+// One block of a segment; merged-away and released blocks keep their id with size 0.
+struct Blk {
+  int64_t size;
+  int seg;
+  int prev = -1, next = -1;
+  bool free = false;
+  bool small;
+  int64_t offset = 0;  ///< from the segment's start
+};
 
 // Free blocks ordered by (size, address), as the allocator's BlockComparator orders
 // them. Addresses are the model's (Model::address): which of two free blocks of one
 // size is taken decides where later blocks land. A replay does a best-fit lookup, an
 // erase and an insert per event, over pools of thousands of blocks but only a few
 // hundred distinct sizes (a model allocates the same shapes over and over): a sorted
-// vector of the sizes, and per size a min-heap of (address, id). An erase only forgets
-// the id (member_), leaving its heap entry to be skipped when it surfaces: a sorted
+// vector of the sizes, and per size a min-heap of (address, id). A block is a member of
+// the pool under size s while it is free and of size s; an erase leaves its heap entry
+// to be skipped when it surfaces, the block then changing size or state: a sorted
 // vector per size made each insert and erase shift the entries after it, quadratic on
 // a million-node graph, whose pools hold hundreds of thousands of blocks of one size.
 // A block id is in the pool under one size at a time.
 class FreePool {
  public:
-  /// `member` is shared by the pools of one allocator: a block id is only ever in one.
-  explicit FreePool(std::vector<int64_t>& member) : member_(member) {}
+  /// `blocks` is the allocator's: a free block is in the pool its size belongs to.
+  explicit FreePool(const std::vector<Blk>& blocks) : blocks_(blocks) {}
 
   struct Key {
     int64_t size;
@@ -45,7 +63,8 @@ class FreePool {
   };
 
   /// Removes and returns the best fit for `size`: the smallest size >= it, and of
-  /// those the lowest address. False when there is none.
+  /// those the lowest address. False when there is none. The caller marks the block
+  /// allocated.
   bool take_best_fit(int64_t size, Key* out) {
     const size_t i = bucket_for(size);
     if (i == buckets_.size()) return false;
@@ -54,13 +73,12 @@ class FreePool {
     while (!is_member(heap.front().second, bk.size)) pop(heap);
     *out = {bk.size, heap.front().second, heap.front().first};
     pop(heap);
-    member_[out->id] = -1;
     if (--bk.count == 0) drop_bucket(i);
     return true;
   }
 
+  /// Adds a free block that is not in the pool (a block just freed, or a split's rest).
   void insert(const Key& k) {
-    if (is_member(k.id, k.size)) return;  // already there (a set ignores it too)
     size_t i = bucket_for(k.size);
     if (i == buckets_.size() || buckets_[i].size != k.size) {
       buckets_.insert(buckets_.begin() + static_cast<long>(i), Bucket{k.size, new_heap(), 0});
@@ -70,39 +88,39 @@ class FreePool {
     heap.emplace_back(k.addr, k.id);
     std::push_heap(heap.begin(), heap.end(), std::greater<>());
     ++bk.count;
-    if (static_cast<size_t>(k.id) >= member_.size()) member_.resize(static_cast<size_t>(k.id) + 1, -1);
-    member_[k.id] = k.size;
   }
 
-  /// Erases k when present.
+  /// Erases k when present; the caller then changes the block's size (a merge).
   void erase(const Key& k) {
     if (!is_member(k.id, k.size)) return;
-    member_[k.id] = -1;
     const size_t i = bucket_for(k.size);
     if (--buckets_[i].count == 0) drop_bucket(i);
   }
 
-  /// Erases every key for which pred(key) is true, in key order.
+  /// Erases every key for which pred(key) is true; pred makes such a block a non-member
+  /// (a size of 0). pred sees each key once, in no particular order (the model's only
+  /// sums what it erases).
   template <typename Pred>
   void erase_if(Pred pred) {
     for (size_t i = buckets_.size(); i-- > 0;) {
       Bucket& bk = buckets_[i];
       std::vector<Entry>& heap = heaps_[bk.slot];
-      std::vector<Entry> entries;
-      for (const auto& e : heap) {
-        if (is_member(e.second, bk.size)) entries.push_back(e);
-      }
-      std::sort(entries.begin(), entries.end());
-      entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-      heap.clear();
-      for (const auto& e : entries) {
+      // Filtered in place and heapified again: a cap releasing the cache over and over
+      // sorted every free block each time (5% of a 10k-node sweep). A key the heap holds
+      // twice (an erased id inserted again) is seen once: the first copy erases it, and
+      // a kept key's second copy is as harmless as any stale entry.
+      size_t kept = 0;
+      for (size_t j = 0; j < heap.size(); ++j) {
+        const Entry e = heap[j];
+        if (!is_member(e.second, bk.size)) continue;
         if (pred(Key{bk.size, e.second, e.first})) {
-          member_[e.second] = -1;
+          --bk.count;
         } else {
-          heap.push_back(e);  // ascending: already a min-heap
+          heap[kept++] = e;
         }
       }
-      bk.count = static_cast<int>(heap.size());
+      heap.resize(kept);
+      std::make_heap(heap.begin(), heap.end(), std::greater<>());
       if (bk.count == 0) drop_bucket(i);
     }
   }
@@ -118,7 +136,8 @@ class FreePool {
     int count;  ///< members of this size
   };
   bool is_member(int id, int64_t size) const {
-    return static_cast<size_t>(id) < member_.size() && member_[id] == size;
+    const Blk& b = blocks_[static_cast<size_t>(id)];
+    return b.free && b.size == size;
   }
   static void pop(std::vector<Entry>& heap) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
@@ -149,22 +168,13 @@ class FreePool {
   std::vector<Bucket> buckets_;           // one per distinct size present, ascending
   std::vector<std::vector<Entry>> heaps_;  // by slot
   std::vector<int> spare_;                // slots of emptied heaps, reused for new sizes
-  std::vector<int64_t>& member_;          // per block id: the size it is free under, or -1
-};
-
-struct Blk {
-  int64_t size;
-  int seg;
-  int prev = -1, next = -1;
-  bool free = false;
-  bool small;
-  int64_t offset = 0;  ///< from the segment's start
+  const std::vector<Blk>& blocks_;        // the allocator's
 };
 
 class Model {
  public:
   explicit Model(std::optional<int64_t> limit, SegmentOrder order = SegmentOrder::NewestFirst)
-      : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst), small_(member_), large_(member_) {}
+      : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst), small_(blocks_), large_(blocks_) {}
 
   // Returns the block id, or -1 when out of memory.
   int malloc(int64_t size, int64_t segment_address = -1) {
@@ -175,7 +185,7 @@ class Model {
     if (pool.take_best_fit(size, &found)) {
       b = found.id;
     } else {
-      int64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
+      const int64_t seg = segment_for(size);
       if (limit_ && reserved_ + seg > *limit_) {
         release_cached();
         if (reserved_ + seg > *limit_) return -1;
@@ -236,17 +246,15 @@ class Model {
   /// fresh pages in each time (a tenth of a replay).
   void reserve(size_t n) {
     blocks_.reserve(n);
-    member_.reserve(n);
   }
 
   int64_t block_size(int b) const { return blocks_[b].size; }
+  int64_t reserved() const { return reserved_; }
   int64_t peak_reserved() const { return peak_reserved_; }
   bool released_cache() const { return released_; }
   int64_t peak_allocated() const { return peak_allocated_; }
 
  private:
-  static int64_t ceil_to(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
   // A block's address, as far as its order among free blocks goes (SegmentOrder).
   // Replaying the uncapped GPU traces with newest segments first reproduces every
   // traced reserved peak but 4 (off by 12 to 64 MiB), against 7 (up to 690 MiB off)
@@ -259,9 +267,10 @@ class Model {
     released_ = true;
     for (auto* pool : {&small_, &large_}) {
       pool->erase_if([&](const FreePool::Key& k) {
-        const Blk& blk = blocks_[k.id];
+        Blk& blk = blocks_[k.id];
         if (blk.prev < 0 && blk.next < 0 && blk.size == seg_size_[blk.seg]) {
           reserved_ -= blk.size;
+          blk.size = 0;  // the segment is gone
           return true;
         }
         return false;
@@ -275,8 +284,7 @@ class Model {
   std::vector<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
-  std::vector<int64_t> member_;  // the pools' (declared before them: they keep a reference)
-  FreePool small_, large_;
+  FreePool small_, large_;  // after blocks_, which they read
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
 };
@@ -288,8 +296,22 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
   return replay_allocator(p, block_sizes(p, b, round), limit, locate);
 }
 
-AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
-                                 bool locate) {
+namespace {
+
+// The most a program's requests can add to the reserved bytes: a new segment each.
+int64_t most_added(const Program& p, const std::vector<int64_t>& size) {
+  int64_t total = 0;
+  for (const Event& ev : p.events) {
+    if (ev.kind == Event::Alloc && size[ev.block] > 0) total = checked_add(total, segment_for(size[ev.block]));
+  }
+  return total;
+}
+
+// The replay. Given `to_come` (most_added()'s, and a limit), the most the requests not
+// yet replayed can add, it stops at the first event from which the cap can no longer be
+// reached (AllocatorResult::fits_for_certain).
+AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit, bool locate,
+                       std::optional<int64_t> to_come) {
   Model m(limit);
   m.reserve(p.blocks.size());
   std::vector<int> where(p.blocks.size(), -1);
@@ -299,11 +321,17 @@ AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& s
   int64_t total = 0, top = 0;  // allocated bytes, for a replay that does not locate its peak
   int64_t requested = 0;
   for (size_t e = 0; e < p.events.size(); ++e) {
+    // Only before any release: after one, the answer rests on the uncapped replay.
+    if (to_come && !m.released_cache() && m.reserved() + *to_come <= *limit) {
+      r.fits_for_certain = true;
+      break;
+    }
     if (locate) peak.at(e);
     const Event& ev = p.events[e];
     const Block& blk = p.blocks[ev.block];
     if (ev.kind == Event::Alloc) {
       requested = checked_add(requested, size[ev.block]);
+      if (to_come && size[ev.block] > 0) *to_come -= segment_for(size[ev.block]);
       r.requested_peak = std::max(r.requested_peak, requested);
       if (size[ev.block] == 0) continue;
       int b = m.malloc(size[ev.block]);
@@ -343,6 +371,17 @@ AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& s
   r.peak_allocated = m.peak_allocated();
   r.granted = std::move(got);
   return r;
+}
+
+}  // namespace
+
+AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
+                                 bool locate) {
+  return replay(p, size, limit, locate, std::nullopt);
+}
+
+AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit) {
+  return replay(p, size, limit, /*locate=*/false, most_added(p, size));
 }
 
 AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit,

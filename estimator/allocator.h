@@ -23,6 +23,10 @@ struct AllocatorResult {
   /// long as the replay neither released its cache nor failed.
   int64_t requested_peak = 0;
   std::vector<int64_t> granted;  ///< bytes handed out for each block, as counted above (0: never allocated)
+  /// probe_allocator() stopped early: the requests left could not take the reserved
+  /// bytes past the cap, so none fails and the cache is never released. The peaks and
+  /// `granted` above are then only those of the events replayed.
+  bool fits_for_certain = false;
 };
 
 /// Which of two free blocks of one size the allocator takes: the lower address. The
@@ -42,6 +46,13 @@ AllocatorResult replay_allocator(const Program& p, const Bindings& b, int64_t ro
 /// The same, for sizes block_sizes(p, b, round) has evaluated.
 AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size,
                                  std::optional<int64_t> limit = std::nullopt, bool locate = true);
+
+/// A batch probe's capped replay (replay_allocator(p, size, limit, false)), stopped as
+/// soon as the reserved bytes plus a new segment for every request still to come are
+/// within `limit`: from there on nothing can fail or make the allocator release its
+/// cache, so the step fits. Far below the cap that is early (a small batch of a CNN
+/// decides before the first event), near it late or never.
+AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit);
 
 /// One request of a raw sequence: an allocation of `size` bytes (already rounded as
 /// the allocator rounds) under the caller's `id`, or the free of that id. A request

@@ -368,20 +368,35 @@ Estimate estimate(const Analysis& /*a*/, int64_t batch, Bindings b, AllocatorRes
   return e;
 }
 
-bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
+BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
   const Bindings b = bind_dims(a, batch, free_value);
+  BudgetProbe out;
   try {
     const std::vector<int64_t> size = block_sizes(a.program, b, a.train.target->alloc_round);
-    if (committed_peak(a.program, size) > budget) return false;
-    const AllocatorResult capped = replay_allocator(a.program, size, budget, /*locate=*/false);
-    if (capped.out_of_memory) return false;
+    if (committed_peak(a.program, size) > budget) return out;
+    const AllocatorResult capped = probe_allocator(a.program, size, budget);
+    if (capped.fits_for_certain) {
+      out.fits = true;  // the peak allocated is within the reserved bytes, within the budget
+      return out;
+    }
+    if (capped.out_of_memory) return out;
+    out.capped_reserved = capped.peak_reserved;
     // Until the cap makes it empty its cache, the capped allocator does what the
     // uncapped one does, so its peak is the one estimate() reports.
-    if (!capped.released_cache) return capped.peak.peak_bytes <= budget;
+    if (!capped.released_cache) {
+      out.fits = capped.peak.peak_bytes <= budget;
+      return out;
+    }
   } catch (const Error& err) {
     throw err.in_file(a.graph.file);
   }
-  return estimate(a, batch, free_value).peak.peak_bytes <= budget;
+  out.uncapped = estimate(a, batch, free_value);
+  out.fits = out.uncapped->peak.peak_bytes <= budget;
+  return out;
+}
+
+bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
+  return probe_budget(a, batch, budget, free_value).fits;
 }
 
 bool may_fit_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {

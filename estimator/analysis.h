@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,17 @@ Bindings bind_dims(const Analysis& a, int64_t batch, std::optional<int64_t> free
 /// estimating and then replaying under the cap, for one replay in most cases
 /// (a batch search calls this a dozen times).
 bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value = std::nullopt);
+
+/// What fits_budget() found out on the way to its answer.
+struct BudgetProbe {
+  bool fits = false;
+  int64_t capped_reserved = 0;  ///< the capped replay's max_memory_reserved (0: none ran to the end)
+  /// The uncapped estimate, made when the capped replay released its cache (the answer
+  /// needs its peak): the estimate a sweep reports, when this batch is its answer.
+  std::optional<Estimate> uncapped;
+};
+BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget,
+                         std::optional<int64_t> free_value = std::nullopt);
 
 /// False when no allocator could fit the step in `budget`: the bytes that must be live
 /// at once (committed_peak, simulate.h) exceed it. Grows with the batch, so it bounds

@@ -320,6 +320,30 @@ TEST_CASE("the committed peak leaves out refusable workspaces and bounds a cappe
   CHECK(committed_peak(p, none) == 1024 + 1024);
 }
 
+TEST_CASE("a probe's replay stops once the requests still to come cannot reach the cap") {
+  // X and then Y, 3 MiB each: each could take a 20 MiB segment, but Y reuses X's.
+  Program p;
+  p.blocks.push_back({.bytes = Expr(3 << 20), .node = 0, .category = Category::Activations});
+  p.blocks.push_back({.bytes = Expr(3 << 20), .node = 1, .category = Category::Activations});
+  const auto ev = [](Event::Kind k, int b) { return Event{k, Phase::Forward, 0, b}; };
+  p.events = {ev(Event::Alloc, 0), ev(Event::Free, 0), ev(Event::Alloc, 1), ev(Event::Free, 1)};
+  const std::vector<int64_t> size = block_sizes(p, Bindings{});
+  const int64_t mib = 1 << 20;
+  // Two segments' worth of room: decided before the first request.
+  CHECK(probe_allocator(p, size, 40 * mib).fits_for_certain);
+  CHECK(probe_allocator(p, size, 40 * mib).peak_reserved == 0);
+  // Room for one: decided once Y is served from the cache, as the full replay finds.
+  const AllocatorResult one = probe_allocator(p, size, 39 * mib);
+  CHECK(one.fits_for_certain);
+  CHECK(one.peak_reserved == 20 * mib);
+  CHECK_FALSE(replay_allocator(p, size, 39 * mib, false).out_of_memory);
+  // No room: the first request fails, as it does in the full replay.
+  const AllocatorResult none = probe_allocator(p, size, 19 * mib);
+  CHECK(none.out_of_memory);
+  CHECK_FALSE(none.fits_for_certain);
+  CHECK(replay_allocator(p, size, 19 * mib, false).out_of_memory);
+}
+
 TEST_CASE("a batch probe answers what estimating and replaying under the cap answer") {
   TrainConfig cfg;
   cfg.optim = Optim::Adam;
