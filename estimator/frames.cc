@@ -168,53 +168,57 @@ void statement_holds(const Graph& g, std::vector<int>& release) {
   }
 }
 
-}  // namespace
-
-std::vector<int> frame_release_nodes(const Graph& g) {
-  const int nn = static_cast<int>(g.nodes.size());
-  std::vector<int> release(g.tensors.size(), -1);
-
-  // Module paths, split once per distinct module.
+// Each node's module path, split once per distinct module (-1: outside every frame,
+// the loss and dead nodes).
+struct ModulePaths {
   Components comps;
-  std::unordered_map<std::string_view, int> ids;
   std::vector<Path> paths;
-  std::vector<int> path_of(g.nodes.size(), -1);  // -1: outside every frame (loss, dead)
+  std::vector<int> path_of;
+};
+
+ModulePaths module_paths(const Graph& g) {
+  ModulePaths m;
+  std::unordered_map<std::string_view, int> ids;
+  m.path_of.assign(g.nodes.size(), -1);
   int prev = -1;  // consecutive nodes mostly share their module: compare before hashing
-  for (int k = 0; k < nn; ++k) {
+  for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
     const Node& n = g.nodes[k];
     if (n.dead || n.module == "loss") continue;
     if (prev >= 0 && g.nodes[prev].module == n.module) {
-      path_of[k] = path_of[prev];
+      m.path_of[k] = m.path_of[prev];
       prev = k;
       continue;
     }
     prev = k;
-    auto [it, fresh] = ids.try_emplace(n.module, static_cast<int>(paths.size()));
+    auto [it, fresh] = ids.try_emplace(n.module, static_cast<int>(m.paths.size()));
     if (fresh) {
       Path p;
-      std::string_view m = n.module;
-      while (!m.empty()) {
-        const size_t dot = m.find('.');
-        p.push_back(comps.id(m.substr(0, dot)));
-        m = dot == std::string_view::npos ? std::string_view() : m.substr(dot + 1);
+      std::string_view s = n.module;
+      while (!s.empty()) {
+        const size_t dot = s.find('.');
+        p.push_back(m.comps.id(s.substr(0, dot)));
+        s = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
       }
-      paths.push_back(std::move(p));
+      m.paths.push_back(std::move(p));
     }
-    path_of[k] = it->second;
+    m.path_of[k] = it->second;
   }
+  return m;
+}
 
-  // The runs each tensor's consumers ask about. With Python stacks, locals come from
-  // the statements (statement_holds) instead of the keeps_locals guesses.
-  const bool stacks = !g.python.empty();
-  std::vector<Query> queries;
+// The runs each tensor's consumers ask about: arguments held until their callee returns,
+// and, without Python stacks, the keeps_locals guesses (with stacks, statement_holds
+// reads the locals instead).
+void argument_queries(const Graph& g, const ModulePaths& m, bool stacks, std::vector<Query>& queries) {
+  const Components& comps = m.comps;
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& ten = g.tensors[t];
-    if (ten.kind != TensorKind::Activation || ten.producer < 0 || path_of[ten.producer] < 0) continue;
+    if (ten.kind != TensorKind::Activation || ten.producer < 0 || m.path_of[ten.producer] < 0) continue;
     if (g.nodes[ten.producer].op == "Constant") continue;  // shape arithmetic
-    const Path& p = paths[path_of[ten.producer]];
+    const Path& p = m.paths[m.path_of[ten.producer]];
     for (int c : ten.consumers) {
-      if (path_of[c] < 0 || path_of[c] == path_of[ten.producer]) continue;  // same module: no call between
-      const Path& cp = paths[path_of[c]];
+      if (m.path_of[c] < 0 || m.path_of[c] == m.path_of[ten.producer]) continue;  // same module: no call between
+      const Path& cp = m.paths[m.path_of[c]];
       const size_t common = common_depth(p, cp);
       // An argument: held until the callee it went into returns.
       if (const size_t callee = first_call_below(comps, cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
@@ -239,65 +243,72 @@ std::vector<int> frame_release_nodes(const Graph& g) {
       }
     }
   }
-  // `att = self.drop(F.softmax(att))`: a caller's own value that only another of its own
-  // ops reads, whose result goes straight into a named child's call, is taken to stay
-  // bound until that call returns. Nested calls hold it so (the old `att` is rebound
-  // after the dropout returns), and so does a name never rebound (HF BERT's
-  // attention_scores); only `att = F.softmax(att); att = self.drop(att)` lets go sooner,
-  // which a graph without stacks cannot tell apart. gpt_mini fp32's largest batch from
-  // its TorchScript export, 103 against 119 measured, hung on that hold (GPU trace).
-  if (!stacks) {
-    for (size_t t = 0; t < g.tensors.size(); ++t) {
-      const Tensor& ten = g.tensors[t];
-      if (ten.kind != TensorKind::Activation || ten.producer < 0 || path_of[ten.producer] < 0) continue;
-      if (g.nodes[ten.producer].op == "Constant" || ten.consumers.empty()) continue;
-      const int own = path_of[ten.producer];
-      int reader = -1;
-      bool only_own = true;
-      for (int c : ten.consumers) {
-        only_own &= path_of[c] == own;
-        reader = std::max(reader, c);
+}
+
+// `att = self.drop(F.softmax(att))`: a caller's own value that only another of its own
+// ops reads, whose result goes straight into a named child's call, is taken to stay
+// bound until that call returns. Nested calls hold it so (the old `att` is rebound
+// after the dropout returns), and so does a name never rebound (HF BERT's
+// attention_scores); only `att = F.softmax(att); att = self.drop(att)` lets go sooner,
+// which a graph without stacks cannot tell apart. gpt_mini fp32's largest batch from
+// its TorchScript export, 103 against 119 measured, hung on that hold (GPU trace).
+void own_value_queries(const Graph& g, const ModulePaths& m, std::vector<Query>& queries) {
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& ten = g.tensors[t];
+    if (ten.kind != TensorKind::Activation || ten.producer < 0 || m.path_of[ten.producer] < 0) continue;
+    if (g.nodes[ten.producer].op == "Constant" || ten.consumers.empty()) continue;
+    const int own = m.path_of[ten.producer];
+    int reader = -1;
+    bool only_own = true;
+    for (int c : ten.consumers) {
+      only_own &= m.path_of[c] == own;
+      reader = std::max(reader, c);
+    }
+    const Node& r = g.nodes[static_cast<size_t>(reader)];
+    if (!only_own || r.outputs.empty() || r.outputs[0] < 0) continue;
+    const Path& p = m.paths[own];
+    for (int c : g.tensors[r.outputs[0]].consumers) {
+      if (m.path_of[c] < 0 || m.paths[m.path_of[c]].size() <= p.size()) continue;
+      if (common_depth(p, m.paths[m.path_of[c]]) != p.size()) continue;
+      if (const size_t callee = first_call_below(m.comps, m.paths[m.path_of[c]], p.size())) {
+        queries.push_back({c, callee, static_cast<int>(t)});
       }
-      const Node& r = g.nodes[static_cast<size_t>(reader)];
-      if (!only_own || r.outputs.empty() || r.outputs[0] < 0) continue;
-      const Path& p = paths[own];
-      for (int c : g.tensors[r.outputs[0]].consumers) {
-        if (path_of[c] < 0 || paths[path_of[c]].size() <= p.size()) continue;
-        if (common_depth(p, paths[path_of[c]]) != p.size()) continue;
-        if (const size_t callee = first_call_below(comps, paths[path_of[c]], p.size())) {
-          queries.push_back({c, callee, static_cast<int>(t)});
-        }
-        break;
-      }
+      break;
     }
   }
-  // `q, k, v = x.split(d, 2)`: the pieces of a split are bound to locals, and as views
-  // they keep x's storage until the call the split is in returns.
-  for (int k = 0; k < nn; ++k) {
+}
+
+// `q, k, v = x.split(d, 2)`: the pieces of a split are bound to locals, and as views
+// they keep x's storage until the call the split is in returns.
+void split_queries(const Graph& g, const ModulePaths& m, std::vector<Query>& queries) {
+  for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
     const Node& n = g.nodes[k];
-    if (path_of[k] < 0 || n.op != "Split" || n.outputs.size() < 2 || n.inputs.empty() || n.inputs[0] < 0) continue;
-    const size_t depth = paths[path_of[k]].size();
+    if (m.path_of[k] < 0 || n.op != "Split" || n.outputs.size() < 2 || n.inputs.empty() || n.inputs[0] < 0) continue;
+    const size_t depth = m.paths[m.path_of[k]].size();
     const Tensor& in = g.tensors[n.inputs[0]];
     if (depth > 0 && in.kind == TensorKind::Activation && in.producer >= 0) queries.push_back({k, depth, n.inputs[0]});
   }
-  if (stacks) statement_holds(g, release);
-  if (queries.empty()) return drop_short_holds(g, std::move(release));
-  std::sort(queries.begin(), queries.end(), [](const Query& a, const Query& b) { return a.node < b.node; });
+}
 
-  // One pass: the open runs, one per depth of the current path (depth 0, the root,
-  // is never asked about: a callee is at least one level down).
+// Where each query's run ends: one pass over the nodes with the open runs, one per depth
+// of the current path (depth 0, the root, is never asked about: a callee is at least one
+// level down). Sets query_run and caller_run per query, own_nodes_depth per node, and
+// returns each run's last node.
+std::vector<int> run_ends(const Graph& g, const ModulePaths& m, const std::vector<Query>& queries,
+                          std::vector<int>& query_run, std::vector<int>& caller_run, std::vector<int>& own_nodes_depth) {
+  const int nn = static_cast<int>(g.nodes.size());
   std::vector<int> run_end = {-1};  // per run: its last node
   std::vector<int> open = {0};      // run ids of the open prefixes, by depth
   const Path* current = nullptr;
   static const Path kRoot;
-  std::vector<int> query_run(queries.size()), caller_run(queries.size(), -1);
-  std::vector<int> own_nodes_depth;  // per node, its path's depth (-1: no frame)
-  own_nodes_depth.assign(static_cast<size_t>(nn), -1);
+  query_run.assign(queries.size(), 0);
+  caller_run.assign(queries.size(), -1);
+  own_nodes_depth.assign(static_cast<size_t>(nn), -1);  // per node, its path's depth (-1: no frame)
   size_t q = 0;
   int last = -1;
   for (int k = 0; k < nn; ++k) {
-    if (path_of[k] < 0 || g.nodes[k].op == "Constant") continue;  // no consumer of a tensor
-    const Path& p = paths[path_of[k]];
+    if (m.path_of[k] < 0 || g.nodes[k].op == "Constant") continue;  // no consumer of a tensor
+    const Path& p = m.paths[m.path_of[k]];
     const size_t keep = common_depth(current ? *current : kRoot, p);
     for (size_t d = open.size() - 1; d > keep; --d) run_end[open[d]] = last;
     open.resize(keep + 1);
@@ -314,14 +325,23 @@ std::vector<int> frame_release_nodes(const Graph& g) {
     }
   }
   for (size_t d = open.size() - 1; d > 0; --d) run_end[open[d]] = last;
+  return run_end;
+}
 
+// Each query's answer into release: the end of its run, or for a rebinding query the
+// caller's first own node after it (when that node is within the caller's run and the
+// caller keeps locals).
+void answer_queries(const Graph& g, const ModulePaths& m, std::vector<Query>& queries, std::vector<int>& release) {
+  std::sort(queries.begin(), queries.end(), [](const Query& a, const Query& b) { return a.node < b.node; });
+  std::vector<int> query_run, caller_run, own_nodes_depth;
+  const std::vector<int> run_end = run_ends(g, m, queries, query_run, caller_run, own_nodes_depth);
   // The caller's own nodes, by depth, for the rebinding queries.
   std::unordered_map<size_t, std::vector<int>> own;
   for (const Query& x : queries) {
     if (x.caller) own.try_emplace(x.caller);
   }
   if (!own.empty()) {
-    for (int k = 0; k < nn; ++k) {
+    for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
       auto it = own_nodes_depth[k] > 0 ? own.find(static_cast<size_t>(own_nodes_depth[k])) : own.end();
       if (it != own.end()) it->second.push_back(k);
     }
@@ -337,6 +357,20 @@ std::vector<int> frame_release_nodes(const Graph& g) {
     int& r = release[queries[i].tensor];
     r = std::max(r, end);
   }
+}
+
+}  // namespace
+
+std::vector<int> frame_release_nodes(const Graph& g) {
+  std::vector<int> release(g.tensors.size(), -1);
+  const ModulePaths m = module_paths(g);
+  const bool stacks = !g.python.empty();
+  std::vector<Query> queries;
+  argument_queries(g, m, stacks, queries);
+  if (!stacks) own_value_queries(g, m, queries);
+  split_queries(g, m, queries);
+  if (stacks) statement_holds(g, release);
+  if (!queries.empty()) answer_queries(g, m, queries, release);
   return drop_short_holds(g, std::move(release));
 }
 
