@@ -150,16 +150,14 @@ int Fuser::mask_as_run(int t) {
 }
 
 // MatMul(q, k^T) -> [scale] -> [mask] -> Softmax -> [NaN guard] [Dropout] -> MatMul(., v).
-void Fuser::attention(int k) {
-  Node& sm = g_.nodes[k];
-  if (sm.dead || sm.op != "Softmax") return;
-  std::vector<int> dead = {k};
-  int mask = -1;
-  int s = sm.inputs[0];
+// Back from the softmax to the scores' MatMul through scaling, an additive or Where mask
+// (its tensor into `mask`) and casts, each step's node into `dead`; false when the chain
+// is anything else. `s` ends at the MatMul's output.
+bool Fuser::walk_to_scores(std::vector<int>& dead, int& mask, int& s) {
   for (int guard = 0; guard < 6; ++guard) {
     Node* p = producer(s);
-    if (!p || only_consumer(s) < 0) return;
-    if (p->op == "MatMul") break;
+    if (!p || only_consumer(s) < 0) return false;
+    if (p->op == "MatMul") return true;
     int pi = T(s).producer;
     if ((p->op == "Mul" || p->op == "Div") && is_scalar_const(p->inputs[1])) {
       s = p->inputs[0];
@@ -177,10 +175,62 @@ void Fuser::attention(int k) {
     } else if (p->op == "Cast") {
       s = p->inputs[0];
     } else {
-      return;
+      return false;
     }
     dead.push_back(pi);
   }
+  return true;
+}
+
+// The Attention node that replaces the chain ending in node c (the MatMul with v): q, k
+// and v (unrepeated when grouped), the mask, the dropout rate, and what the backend
+// choice needs to know (a kept mask, GQA, heads broadcast by the call).
+void Fuser::emit_attention(int c, int q, int key, int value, int mask, double dropout, std::vector<int>& dead) {
+  // Grouped k and v: the kernel takes them unrepeated (enable_gqa).
+  std::vector<int> repeats;
+  const int k_src = repeat_kv_source(key, repeats), v_src = repeat_kv_source(value, repeats);
+  const bool gqa = k_src >= 0 && v_src >= 0;
+  if (gqa) {
+    dead.insert(dead.end(), repeats.begin(), repeats.end());
+    key = k_src;
+    value = v_src;
+  }
+  std::vector<int> inputs = {q, key, value};
+  const int run_mask = mask >= 0 ? mask_as_run(mask) : -1;
+  const bool mask_kept = run_mask >= 0 && carries_data(run_mask);
+  if (mask >= 0) inputs.push_back(mask_kept ? run_mask : mask);
+  int last = c;
+  replace(last, "Attention", inputs, dead);
+  Attribute ratio;
+  ratio.kind = Attribute::Float;
+  ratio.f = dropout;
+  g_.nodes[last].attrs["dropout"] = ratio;
+  if (mask_kept) {
+    Attribute kept;
+    kept.i = 1;
+    g_.nodes[last].attrs["mask_kept"] = kept;
+  }
+  if (gqa) {
+    Attribute grouped;
+    grouped.i = 1;
+    g_.nodes[last].attrs["gqa"] = grouped;
+  } else if (broadcast_heads(q, key)) {
+    // Multi-query k and v of one head, broadcast by the call (Falcon's
+    // F.scaled_dot_product_attention without enable_gqa): flash and the
+    // memory-efficient kernel need equal heads, so math runs, in every dtype.
+    Attribute b;
+    b.i = 1;
+    g_.nodes[last].attrs["broadcast_heads"] = b;
+  }
+}
+
+void Fuser::attention(int k) {
+  Node& sm = g_.nodes[k];
+  if (sm.dead || sm.op != "Softmax") return;
+  std::vector<int> dead = {k};
+  int mask = -1;
+  int s = sm.inputs[0];
+  if (!walk_to_scores(dead, mask, s)) return;
   Node* m1 = producer(s);
   if (!m1 || m1->op != "MatMul" || only_consumer(s) < 0) return;
   dead.push_back(T(s).producer);
@@ -210,43 +260,7 @@ void Fuser::attention(int k) {
     Node& cn = g_.nodes[c];
     if (cn.op == "MatMul" && cn.inputs[0] == p) {
       dead.push_back(c);
-      int value = cn.inputs[1];
-      // Grouped k and v: the kernel takes them unrepeated (enable_gqa).
-      std::vector<int> repeats;
-      const int k_src = repeat_kv_source(key, repeats), v_src = repeat_kv_source(value, repeats);
-      const bool gqa = k_src >= 0 && v_src >= 0;
-      if (gqa) {
-        dead.insert(dead.end(), repeats.begin(), repeats.end());
-        key = k_src;
-        value = v_src;
-      }
-      std::vector<int> inputs = {q, key, value};
-      const int run_mask = mask >= 0 ? mask_as_run(mask) : -1;
-      const bool mask_kept = run_mask >= 0 && carries_data(run_mask);
-      if (mask >= 0) inputs.push_back(mask_kept ? run_mask : mask);
-      int last = c;
-      replace(last, "Attention", inputs, dead);
-      Attribute ratio;
-      ratio.kind = Attribute::Float;
-      ratio.f = dropout;
-      g_.nodes[last].attrs["dropout"] = ratio;
-      if (mask_kept) {
-        Attribute kept;
-        kept.i = 1;
-        g_.nodes[last].attrs["mask_kept"] = kept;
-      }
-      if (gqa) {
-        Attribute grouped;
-        grouped.i = 1;
-        g_.nodes[last].attrs["gqa"] = grouped;
-      } else if (broadcast_heads(q, key)) {
-        // Multi-query k and v of one head, broadcast by the call (Falcon's
-        // F.scaled_dot_product_attention without enable_gqa): flash and the
-        // memory-efficient kernel need equal heads, so math runs, in every dtype.
-        Attribute b;
-        b.i = 1;
-        g_.nodes[last].attrs["broadcast_heads"] = b;
-      }
+      emit_attention(c, q, key, cn.inputs[1], mask, dropout, dead);
       return;
     }
     if (cn.op == "Dropout" || cn.op == "Cast" || cn.op == "Identity") {

@@ -191,6 +191,8 @@ class Fuser {
 
   // Scaled-dot-product attention and the helpers only it uses (fuse_attention.cc).
   void attention(int k);
+  bool walk_to_scores(std::vector<int>& dead, int& mask, int& s);
+  void emit_attention(int c, int q, int key, int value, int mask, double dropout, std::vector<int>& dead);
   int strip_scale(int t, std::vector<int>& dead);
   int strip_nan_guard(int p, std::vector<int>& dead);
   int transpose_via_3d(int kt, std::vector<int>& dead);
