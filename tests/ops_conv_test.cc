@@ -117,6 +117,36 @@ TEST_CASE("conv: training facts") {
   }
 }
 
+// F.fold (timm's VOLO outlook attention): [N, C * kh * kw, L] summed back into [N, C, H, W].
+TEST_CASE("conv: Col2Im's output and what its backward keeps") {
+  // VOLO's first stage at 384 px: 192 channels, 3x3 blocks over a 48x48 map, L = 48 * 48.
+  Graph g = infer(R"(
+    opset 18
+    input cols float32 batch,1728,2304
+    const image int64 2 = 48,48
+    const block int64 2 = 3,3
+    node Col2Im cols image block -> y pads=1,1,1,1
+  )");
+  CHECK(shape(g, "y") == "[batch, 192, 48, 48]");  // 1728 / (3 * 3) channels
+  CHECK(dtype(g, "y") == "float32");
+  CHECK(g.warnings.empty());
+  const OpInfo* info = find_op("", "Col2Im");
+  REQUIRE(info);
+  // derivatives.yaml: col2im's gradient is im2col of the output's gradient; nothing saved.
+  CHECK(info->saved_inputs == 0);
+  CHECK(info->saved_outputs == 0);
+  CHECK(std::string(info->grads) == "ANN");
+  CHECK(info->autocast == Autocast::Keep);
+  SUBCASE("unbatched input, and a channel count block_shape does not divide") {
+    Graph u = infer("opset 18\ninput c float16 36,10\nconst i int64 2 = 4,6\nconst b int64 2 = 2,2\n"
+                    "node Col2Im c i b -> y strides=1,2");
+    CHECK(shape(u, "y") == "[9, 4, 6]");
+    CHECK_THROWS_WITH_AS(infer("opset 18\ninput c float16 1,35,10\nconst i int64 2 = 4,6\nconst b int64 2 = 2,2\n"
+                               "node Col2Im c i b -> y"),
+                         doctest::Contains("not a multiple of prod(block_shape) = 4"), Error);
+  }
+}
+
 // ResNet's stem, from the probe rows of validate/results/kernels-h200-torch2.11.jsonl.
 // The table holds, per phase, bytes a + b * N: the line (a, b >= 0) with the least excess
 // over the measured batches that none of them exceeds (validate/cudnn_table.py). The fp32

@@ -94,6 +94,33 @@ void conv_transpose(ShapeContext& ctx) {
   ctx.set_output(0, ctx.in_dtype(0), out);
 }
 
+// Col2Im (F.fold, opset 18): input [N, C * prod(block_shape), L] (or unbatched [C *
+// prod(block_shape), L]), image_shape and block_shape as inputs 1 and 2; output [N, C,
+// image_shape...]. The sizes of the sliding blocks decide only L, which the file fixes.
+void col2im(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  if (x.size() != 2 && x.size() != 3) ctx.fail("input " + shape_str(x) + " must be [N, C * prod(block_shape), L]");
+  const auto image = const_ints(ctx, 1), block = const_ints(ctx, 2);
+  if (!image || !block) return;
+  if (image->size() != block->size()) ctx.fail("image_shape and block_shape differ in length");
+  int64_t per_channel = 1;
+  for (int64_t b : *block) {
+    if (b <= 0) ctx.fail("block_shape must be positive");
+    per_channel = checked_mul(per_channel, b);
+  }
+  const Expr& cols = x[x.size() - 2];
+  const auto c = floor_div(cols, per_channel);
+  if (!c) return;
+  if (auto k = cols.as_const(); k && *k % per_channel != 0) {
+    ctx.fail("input's dim " + std::to_string(*k) + " is not a multiple of prod(block_shape) = " +
+             std::to_string(per_channel));
+  }
+  Shape out(x.begin(), x.end() - 2);
+  out.push_back(*c);
+  for (int64_t d : *image) out.push_back(Expr(d));
+  ctx.set_output(0, ctx.in_dtype(0), out);
+}
+
 // ---- cuDNN workspaces -------------------------------------------------------------
 // cuDNN allocates scratch memory through PyTorch's caching allocator and frees it
 // before the call returns. Its size depends on the engine cuDNN's heuristics pick
@@ -563,6 +590,10 @@ const OpInfo kOps[] = {
      .fwd_workspace = conv_fwd_workspace, .bias_grad_is_reduction = true,
      .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace,
      .bwd_workspace_bound = conv_bwd_workspace_bound, .note = "transposed convolution; saves like Conv"},
+    // derivatives.yaml: col2im's gradient is im2col(grad, ...), which reads nothing saved
+    // (timm's VOLO outlook attention folds its attn @ v; it was taken as keeping that input).
+    {.op = "Col2Im", .family = kFamily, .shape = col2im, .grads = "ANN",
+     .note = "F.fold: sums sliding blocks into an image; keeps nothing (backward is im2col of the gradient)"},
 };
 
 }  // namespace
