@@ -22,6 +22,7 @@ USAGE = """usage: python3 -m validate COMMAND [options]   (--help after a comman
   compare     run memest on measured cases and report the error
   sdpa-probe  which backend scaled_dot_product_attention takes per configuration, and what it keeps
   norm-probe  what F.rms_norm keeps for backward per dtype, autocast and layout
+  op-probe    the allocator's events of small snippets (softmax, group norm), forward and backward
   sdpa-choice which backend each attention call of real models takes, and the kernels' reasons
   MODEL.pt    measure a TorchScript file (and compare with memest if one is found)
 """
@@ -38,6 +39,9 @@ def main(argv):
     if cmd == "capprobe":
         from validate import capprobe
         return capprobe.main(rest)
+    if cmd == "op-probe":
+        from validate import op_probe
+        return op_probe.main(rest)
     if cmd == "norm-probe":
         from validate import norm_probe
         return norm_probe.main(rest)
