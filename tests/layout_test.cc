@@ -282,3 +282,40 @@ output y
   // then cuBLAS's 32 MiB workspace of the first GEMM.
   CHECK(linear == std::vector<int64_t>{1536, 2048, 33554432});
 }
+
+TEST_CASE("layout: group and instance norms copy a strided input contiguous and keep the copy") {
+  // at::group_norm and at::instance_norm start from input.contiguous(): timm's poolformerv2
+  // feeds its GroupNorms channels-last maps, and the GPU keeps two input-sized tensors a
+  // norm (traces27: 9,633,792 B twice, then the 512 B mean and rstd; op-probe's contiguous
+  // input: one). Channels-last: x [2, 8, 8, 16] fp32 times a per-channel weight, then its
+  // NCHW view [2, 16, 8, 8]; contiguous: x [2, 16, 8, 8] times a [16, 1, 1] weight. Either
+  // is 2 * 16 * 8 * 8 * 4 = 8,192 B.
+  const std::string channels_last = "input x float32 batch,8,8,16\nparam s float32 16\nnode Mul x s -> xs\n"
+                                    "node Transpose xs -> xt perm=0,3,1,2\n";
+  const std::string contiguous = "input x float32 batch,16,8,8\nparam s float32 16,1,1\nnode Mul x s -> xt\n";
+  auto norm_allocs = [](const std::string& input, const std::string& norm) {
+    const std::string text = "opset 18\n" + input + "param g float32 4\nparam b float32 4\nparam gi float32 16\n"
+                             "param bi float32 16\n" + norm + "\noutput y\n";
+    AnalysisOptions o;
+    o.train.loss = Loss::Sum;
+    const Analysis a = analyze(read_text_graph(text), o);
+    const Estimate e = estimate(a, 2);
+    std::vector<int64_t> out;
+    for (const Event& ev : a.program.events) {
+      const Block& blk = a.program.blocks[ev.block];
+      if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
+      const std::string& op = a.graph.nodes[blk.node].op;
+      if (op == "GroupNormalization" || op == "InstanceNormalization") out.push_back(blk.bytes.eval(e.bindings));
+    }
+    return out;
+  };
+  // The copy (strided input only), the output, then mean and rstd: 2 * 4 groups fp32, 32 B.
+  const std::string group = "node GroupNormalization xt g b -> y num_groups=4";
+  CHECK(norm_allocs(channels_last, group) == std::vector<int64_t>{8192, 8192, 32, 32});
+  CHECK(norm_allocs(contiguous, group) == std::vector<int64_t>{8192, 32, 32});
+  // instance_norm: the copy, the output, the weight repeated per sample and fp32 mean and
+  // invstd per (n, c): 2 * 16 fp32 = 128 B each.
+  const std::string inst = "node InstanceNormalization xt gi bi -> y";
+  CHECK(norm_allocs(channels_last, inst) == std::vector<int64_t>{8192, 8192, 128, 128, 128});
+  CHECK(norm_allocs(contiguous, inst) == std::vector<int64_t>{8192, 128, 128, 128});
+}

@@ -192,10 +192,15 @@ const OpInfo kOps[] = {
     {.op = "Gelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .layout = Layout::Elementwise, .domain = "memest",
      .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input; a TensorIterator op, in its input's layout"},
+    // at::group_norm runs native_group_norm on input.contiguous() on CUDA: a strided input
+    // (timm's poolformerv2: channels-last after its LayerNorm2d downsampling, kept so by
+    // every residual add) is copied, and the copy is what backward keeps (op-probe and
+    // traces17/27: two input-sized tensors per GroupNorm, 4% under in fp32 and bf16).
     {.op = "GroupNorm", .family = "fused", .shape = shape_same, .autocast = Autocast::Fp32,
-     .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA", .domain = "memest",
-     .note = "Reshape+InstanceNormalization+Reshape(+Mul+Add): F.group_norm, one kernel keeping input, "
-             "weight and fp32 mean/rstd per (n, group)"},
+     .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA", .contiguous_inputs = true,
+     .domain = "memest",
+     .note = "Reshape+InstanceNormalization+Reshape(+Mul+Add): F.group_norm, one kernel keeping input (a "
+             "contiguous copy of a strided one), weight and fp32 mean/rstd per (n, group)"},
     {.op = "SliceAssign", .family = "fused", .shape = shape_same, .autocast = Autocast::Promote, .grads = "AA",
      .domain = "memest",
      .note = "ScatterND of indices made from shapes alone: x[slices] = y through a view; no indices, nothing saved"},

@@ -260,12 +260,15 @@ const OpInfo kOps[] = {
      .scratch_is_temporary = true,
      .note = "keeps input, weight and fp32 mean/rstd per row; autocast runs it in fp32; backward copies a "
              "permuted input (and a strided gradient) contiguous"},
+    // at::instance_norm and at::group_norm both start from input.contiguous() (Normalization.cpp,
+    // group_norm.cpp): a strided input is copied and the copy is what backward keeps.
     {.op = "InstanceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}),
-     .saved_extra = instance_norm_stats, .grads = "AAA",
-     .note = "batch_norm over N*C channels: keeps input, the weight repeated per sample, fp32 stats"},
+     .saved_extra = instance_norm_stats, .grads = "AAA", .contiguous_inputs = true,
+     .note = "batch_norm over N*C channels: keeps input (a contiguous copy of a strided one), the weight "
+             "repeated per sample, fp32 stats"},
     {.op = "GroupNormalization", .family = kFamily, .shape = group_norm, .autocast = Autocast::Fp32,
-     .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA",
-     .note = "keeps input, weight and fp32 mean/rstd per (n, group)"},
+     .saved_inputs = bits({0, 1}), .saved_extra = group_norm_stats, .grads = "AAA", .contiguous_inputs = true,
+     .note = "keeps input (a contiguous copy of a strided one), weight and fp32 mean/rstd per (n, group)"},
     {.op = "RMSNormalization", .family = kFamily, .shape = layer_norm, .saved_inputs = bits({0, 1}),
      .saved_extra = rms_norm_stats, .grads = "AA", .variant = rms_norm_kernel,
      .note = "F.rms_norm: aten._fused_rms_norm keeps input, weight and rstd per row"},
