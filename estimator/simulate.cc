@@ -222,6 +222,21 @@ void Builder::forward() {
   prev_loss_.swap(cur_loss_);
 }
 
+// How autocast treats node k. A module that disables autocast (ops/modules.cc) runs its
+// ops in their own dtypes. softmax and log_softmax read half and write float in one kernel
+// only for fp16 (Autocast::WidenHalf): SoftMax.cpp calls _softmax(x, dim, half_to_float)
+// when the input is Half, and converts any other input first (toType). Under bf16 they run
+// as autocast's fp32 list does: a float copy of the input, freed after the call, the
+// gradient in fp32 and cast back by ToCopyBackward0 (op-probe softmax-bf16-1024: the 256
+// MiB copy in forward; in backward the fp32 gradient and product, then the bf16 gradient;
+// BoTNet's bf16 attention was 4.8% under).
+Autocast Builder::policy_of(int k) const {
+  if (g_.nodes[k].autocast_off) return Autocast::None;
+  const Autocast a = info_[k] ? info_[k]->autocast : Autocast::Keep;
+  if (a != Autocast::WidenHalf) return a;
+  return low_ == DType::BF16 ? Autocast::Fp32 : Autocast::Widen;
+}
+
 // `recompute`: checkpoint's second forward of a segment, during backward.
 // One forward call of node k, in stages: autocast's input casts, the kernel variant,
 // whether autograd records it, contiguous copies, the outputs (dtype, layout, views and
@@ -230,9 +245,7 @@ void Builder::forward() {
 void Builder::forward_node(int k, bool recompute) {
   const Node& n = g_.nodes[k];
   const int seg = segment_of_[k];
-  ForwardCall c{k, n, info_[k], inputs(k), outputs(k), effective(k),
-                // A module that disables autocast (ops/modules.cc) runs its ops in their own dtypes.
-                n.autocast_off ? Autocast::None : info_[k] ? info_[k]->autocast : Autocast::Keep, seg, recompute,
+  ForwardCall c{k, n, info_[k], inputs(k), outputs(k), effective(k), policy_of(k), seg, recompute,
                 // Inside checkpoint's first forward, saved tensors are dropped (recomputed later).
                 seg < 0 || recompute};
   cast_inputs(c);
@@ -346,7 +359,8 @@ DType Builder::output_dtype(const ForwardCall& c, int o) const {
   switch (c.policy) {
     case Autocast::Lower: return amp ? low_ : d;
     case Autocast::Fp32:
-    case Autocast::Widen: return amp ? DType::F32 : d;
+    case Autocast::Widen:
+    case Autocast::WidenHalf: return amp ? DType::F32 : d;
     case Autocast::Promote:
       // x += y keeps x's dtype; x + y takes the wider one.
       return written_in_place(g_, c.n, c.info) && is_floating(c.eff[0].dtype) ? c.eff[0].dtype : widest_float(c.eff, d);

@@ -110,6 +110,7 @@ class Builder : public StepMemory {
     std::vector<int> out_blocks = {};
   };
 
+  Autocast policy_of(int k) const;
   void forward_node(int k, bool recompute = false);
   void cast_inputs(ForwardCall& c);
   bool records_grad(const ForwardCall& c) const;

@@ -54,9 +54,10 @@ TEST_CASE("activation: training facts") {
     CHECK(find_op("", op)->saves_input(0));
     CHECK(!find_op("", op)->saves_output(0));
   }
-  // softmax and log_softmax take half input and write float output without a cast copy.
-  CHECK(find_op("", "Softmax")->autocast == Autocast::Widen);
-  CHECK(find_op("", "LogSoftmax")->autocast == Autocast::Widen);
+  // softmax and log_softmax take fp16 input and write float output without a cast copy;
+  // bf16 input is converted first (the simulator's policy_of).
+  CHECK(find_op("", "Softmax")->autocast == Autocast::WidenHalf);
+  CHECK(find_op("", "LogSoftmax")->autocast == Autocast::WidenHalf);
   CHECK(find_op("", "Softplus")->autocast == Autocast::Fp32);
   CHECK(find_op("", "PRelu")->autocast == Autocast::Lower);
   CHECK(find_op("", "Relu")->autocast == Autocast::Keep);

@@ -427,6 +427,15 @@ TEST_CASE("softmax's backward temporary is a temporary, not a workspace cuDNN ma
   REQUIRE(fp16.size() == 2);
   CHECK(fp16[0].first == 2 * 4 * 256 * 2);
   CHECK(fp16[1].first == 2 * 4 * 256 * 4);
+  // Under bf16 there is no half_to_float kernel (SoftMax.cpp takes it for Half alone): the
+  // input is converted to float first, so the input's gradient and the temporary are
+  // float, and ToCopyBackward0 then casts the gradient to bf16 (op-probe softmax-bf16-1024:
+  // +256 MiB, +256 MiB, then +128 MiB once the incoming float gradient is freed).
+  const auto bf16 = softmax_backward(256, Amp::BF16);
+  REQUIRE(bf16.size() == 3);
+  CHECK(bf16[0].first == 2 * 4 * 256 * 4);
+  CHECK(bf16[1].first == 2 * 4 * 256 * 4);
+  CHECK(bf16[2].first == 2 * 4 * 256 * 2);
 }
 
 TEST_CASE("native_dropout makes its bool mask before its output") {

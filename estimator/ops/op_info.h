@@ -68,8 +68,11 @@ enum class Autocast : uint8_t {
   Keep,     ///< runs in its input's dtype (relu, pooling, batch_norm, views)
   Lower,    ///< fp16/bf16 list: float inputs are cast down (conv, matmul, linear)
   Fp32,     ///< fp32 list: inputs cast up, output fp32 (layer_norm, losses)
-  Widen,    ///< fp32 list, but the CUDA kernel reads half and writes float (softmax and
-            ///< log_softmax's half_to_float): no cast copy, gradient in the input's dtype
+  Widen,    ///< fp32 list, but the CUDA kernel reads half and writes float (reductions'
+            ///< TensorIterator): no cast copy, gradient in the input's dtype
+  /// Widen for fp16 only, Fp32 for bf16: softmax and log_softmax take the half_to_float
+  /// kernel for a Half input alone (SoftMax.cpp); any other input is converted first.
+  WidenHalf,
   Promote,  ///< widest float dtype among inputs (add, mul, cat)
   None,     ///< output dtype is not floating or is fixed by the op (shape ops, casts)
 };
