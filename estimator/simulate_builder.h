@@ -111,6 +111,7 @@ class Builder : public StepMemory {
   };
 
   Autocast policy_of(int k) const;
+  bool computed_wider(int k, DType d) const;
   void forward_node(int k, bool recompute = false);
   void cast_inputs(ForwardCall& c);
   bool records_grad(const ForwardCall& c) const;

@@ -438,6 +438,44 @@ TEST_CASE("softmax's backward temporary is a temporary, not a workspace cuDNN ma
   CHECK(bf16[2].first == 2 * 4 * 256 * 2);
 }
 
+TEST_CASE("a promoting op's gradient of its half input is made in float, then cast by the engine") {
+  // GPT-2's tanh GELU under fp16: 0.5 * x (half) times the float 1 + tanh(...). MulBackward0
+  // forms grad * other in float for the half input; autograd's engine casts it to half after
+  // the node returns, so the float one lives beside the other input's gradient (traces34
+  // sh_gpt2_cls: 4 + 4 + 2 MiB). Here h is a Linear's half output and n a LayerNorm's
+  // float output, [2, 16]: float 128 B, half 64 B.
+  const char* text = R"(
+opset 17
+input x float32 batch,16
+param w float32 16,16
+param g float32 16
+node memest::Linear x w -> h @fc
+node LayerNormalization x g -> n axis=-1 @ln
+node Mul h n -> y @mul
+output y
+)";
+  auto mul_backward = [&](Amp amp) {
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    cfg.amp = amp;
+    const Analysis a = analyze_text(text, cfg);
+    const Estimate e = estimate(a, 2);
+    std::vector<int64_t> out;
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
+          a.graph.nodes[b.node].module == "mul") {
+        out.push_back(b.bytes.eval(e.bindings));
+      }
+    }
+    return out;
+  };
+  // h's float gradient, its half cast, then n's float gradient.
+  CHECK(mul_backward(Amp::FP16) == std::vector<int64_t>{128, 64, 128});
+  // In fp32 both inputs are float: one gradient each.
+  CHECK(mul_backward(Amp::None) == std::vector<int64_t>{128, 128});
+}
+
 TEST_CASE("native_dropout makes its bool mask before its output") {
   // Dropout.cu: mask = empty_like(self, bool), then ret = empty_like(self). The order
   // decides which cached block each lands in (gpt_mini's GPU traces show mask first).
