@@ -44,13 +44,45 @@ Builder::Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
 
 // Per-tensor facts, each node's op and its inputs and outputs packed in one array, which
 // nodes are dead and which make the loss (seed_: the loss's output).
+// torch.export writes `x.new_empty(shape).bernoulli_(keep)` (timm's DropPath, stochastic
+// depth) as RandomUniformLike -> Less -> Cast -> Div(keep): a Cast to the dtype x had when
+// it was exported. At run time new_empty takes x's dtype, bf16 under autocast, so x * mask
+// stays bf16 (traces32 st_nextvit_small: 1.8 MB blocks where memest promoted the scaled
+// branch and the residual sums after it to fp32, +9%). Whether tensor t is such a mask: a
+// Cast of a comparison of random numbers, perhaps scaled by constants.
+bool random_mask(const Graph& g, int t) {
+  static constexpr std::string_view kRandom[] = {"RandomUniformLike", "RandomUniform", "RandomNormalLike",
+                                                 "RandomNormal"};
+  static constexpr std::string_view kCompare[] = {"Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+  auto made_by = [&](int u, auto& ops) {
+    const int p = u >= 0 ? g.tensors[u].producer : -1;
+    return p >= 0 && std::find(std::begin(ops), std::end(ops), g.nodes[p].op.str()) != std::end(ops) ? p : -1;
+  };
+  static constexpr std::string_view kScale[] = {"Div", "Mul"};
+  for (int p; (p = made_by(t, kScale)) >= 0;) {
+    const Node& n = g.nodes[p];
+    const Tensor* c = n.inputs.size() == 2 && n.inputs[1] >= 0 ? &g.tensors[n.inputs[1]] : nullptr;
+    if (!c || (c->kind != TensorKind::Constant && !c->fvalue && !c->value)) return false;  // the keep probability
+    t = n.inputs[0];
+  }
+  const int cast = t >= 0 ? g.tensors[t].producer : -1;
+  if (cast < 0 || g.nodes[cast].op != "Cast" || g.nodes[cast].inputs.empty()) return false;
+  const int cmp = made_by(g.nodes[cast].inputs[0], kCompare);
+  if (cmp < 0) return false;
+  for (int in : g.nodes[cmp].inputs) {
+    if (made_by(in, kRandom) >= 0) return true;
+  }
+  return false;
+}
+
 void Builder::index_graph() {
   const size_t nt = g_.tensors.size(), nn = g_.nodes.size();
   facts_.resize(nt);
   for (size_t t = 0; t < nt; ++t) {
     const Tensor& ten = g_.tensors[t];
     facts_[t] = {ten.producer, static_cast<int>(ten.consumers.size()), ten.kind,
-                 !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype};
+                 !ten.value && dtype_size(ten.dtype) > 0, ten.graph_output, ten.dtype,
+                 random_mask(g_, static_cast<int>(t))};
     if (ten.graph_output && ten.producer >= 0 && g_.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
   }
   dead_.resize(nn);
@@ -166,7 +198,7 @@ void Builder::size_targets_like_outputs() {
 DType Builder::widest_float(std::span<const EffectiveInput> in, DType fallback) const {
   DType best = DType::Undefined, best_scalar = DType::Undefined;
   for (const auto& e : in) {
-    if (e.tensor < 0 || !is_floating(e.dtype)) continue;
+    if (e.tensor < 0 || !is_floating(e.dtype) || facts_[e.tensor].random_mask) continue;
     const auto& shape = g_.tensors[e.tensor].shape;
     DType& slot = shape && shape->empty() ? best_scalar : best;
     if (slot == DType::Undefined || dtype_size(e.dtype) > dtype_size(slot)) slot = e.dtype;

@@ -22,6 +22,9 @@ struct TensorFacts {
   bool on_gpu = false;  ///< tensors whose contents are known are shape arithmetic, done on the host
   bool graph_output = false;
   DType dtype = DType::Undefined;  ///< as the graph declares it (forward_node's starting point)
+  /// A stochastic-depth mask (random_mask in simulate.cc): made at run time in the dtype of
+  /// the tensor it scales, whatever dtype the export wrote for it.
+  bool random_mask = false;
 };
 
 }  // namespace memest

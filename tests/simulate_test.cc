@@ -476,6 +476,41 @@ output y
   CHECK(mul_backward(Amp::None) == std::vector<int64_t>{128, 128});
 }
 
+TEST_CASE("a stochastic-depth mask takes the dtype of the tensor it scales") {
+  // timm's DropPath: x.new_empty([B, 1]).bernoulli_(keep) / keep, exported as
+  // RandomUniformLike -> Less -> Cast(float) -> Div. new_empty takes x's run-time dtype, so
+  // under fp16 autocast x * mask stays half (traces32 st_nextvit_small); a float mask
+  // would promote it. h [2, 16] is a Linear's half output: 64 B half, 128 B float.
+  const char* text = R"(
+opset 17
+input x float32 batch,16
+param w float32 16,16
+const ref float32 2,1 = 0,0
+const keep float32 - = 0.9
+node memest::Linear x w -> h @fc
+node RandomUniformLike ref -> r @dp
+node Less r keep -> b @dp
+node Cast b -> m to=1 @dp
+node Div m keep -> s @dp
+node Mul h s -> y @dp
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  cfg.amp = Amp::FP16;
+  const Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 2);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
+        a.graph.nodes[b.node].op == "Mul") {
+      out.push_back(b.bytes.eval(e.bindings));
+    }
+  }
+  CHECK(out == std::vector<int64_t>{2 * 16 * 2});
+}
+
 TEST_CASE("native_dropout makes its bool mask before its output") {
   // Dropout.cu: mask = empty_like(self, bool), then ret = empty_like(self). The order
   // decides which cached block each lands in (gpt_mini's GPU traces show mask first).
