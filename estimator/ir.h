@@ -168,6 +168,9 @@ struct Node {
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
+  /// Bit i: input i was cast to float32 by the Python code (x.float() inside a disabled
+  /// autocast block), a no-op in an fp32 export and so not in the graph (pystack.h hop_call).
+  uint32_t float_inputs = 0;
   bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
   int py_stack = -1;              ///< Graph::python.stacks id; -1 when the file has no trace
   /// Graph::calls id: the one aten op call (dynamo's FX node) this ONNX node is part of,

@@ -86,6 +86,37 @@ Assignment assigned_names(std::string_view code) {
   return a;
 }
 
+HopCall hop_call(std::string_view trace) {
+  HopCall h;
+  const size_t frame = trace.find("File \"<eval_with_key>");
+  if (frame == std::string_view::npos) return h;
+  h.in_body = true;
+  // The frame's code line: "matmul = torch.ops.aten.matmul.default(transpose_1, to_2);  ..."
+  const size_t eol = trace.find('\n', frame);
+  if (eol == std::string_view::npos) return h;
+  std::string_view code = trace.substr(eol + 1);
+  code = code.substr(0, code.find('\n'));
+  const size_t call = code.find("torch.ops.aten.");
+  const size_t open = call == std::string_view::npos ? call : code.find('(', call);
+  if (open == std::string_view::npos) return h;
+  std::string_view args = code.substr(open + 1);
+  // The call's closing parenthesis: the first that leaves the depth the call opened.
+  int depth = 1;
+  size_t close = 0;
+  for (; close < args.size() && depth > 0; ++close) depth += args[close] == '(' ? 1 : args[close] == ')' ? -1 : 0;
+  args = args.substr(0, depth == 0 ? close - 1 : args.size());
+  for (uint32_t i = 0; i < 32 && !args.empty(); ++i) {
+    const size_t comma = find_top_level(args, [](size_t, char c) { return c == ','; });
+    const std::string_view arg = trim(args.substr(0, comma));
+    const std::string_view suffix = arg.starts_with("to_") ? arg.substr(3) : std::string_view("0");
+    const bool digits = !suffix.empty() && suffix.find_first_not_of("0123456789") == std::string_view::npos;
+    if (arg == "to" || (arg.starts_with("to_") && digits)) h.cast_args |= 1u << i;
+    if (comma == std::string_view::npos) break;
+    args = args.substr(comma + 1);
+  }
+  return h;
+}
+
 int PyStackReader::name(const std::string& n) {
   auto [it, fresh] = names_.try_emplace(n, static_cast<int>(out_.names.size()));
   if (fresh) out_.names.push_back(n);

@@ -32,6 +32,19 @@ struct Assignment {
 };
 Assignment assigned_names(std::string_view code);
 
+/// A node traced inside a higher-order op's body. torch.export turns a `with
+/// torch.autocast(enabled=False):` block into a submodule whose generated code is the
+/// node's only frame (File "<eval_with_key>.N"): timm's EfficientViT LiteMLA._attn,
+/// transformers' rotary embeddings. Inside, `q.float()` is an aten.to call, a no-op in
+/// an fp32 export and so absent from the graph, whose result the body's code names "to"
+/// or "to_N": `cast_args` has bit i set when positional argument i of the node's aten
+/// call is one.
+struct HopCall {
+  bool in_body = false;
+  uint32_t cast_args = 0;
+};
+HopCall hop_call(std::string_view trace);
+
 class PyStackReader {
  public:
   explicit PyStackReader(PySource& out) : out_(out) {}

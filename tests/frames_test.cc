@@ -344,3 +344,27 @@ TEST_CASE("stack traces that are not what the exporter writes are read without h
   CHECK(assigned_names("a, = f()").names == std::vector<std::string>{"a"});
   CHECK_FALSE(assigned_names("= y").binds);
 }
+
+TEST_CASE("hop_call: a node inside a disabled autocast block and its .float() arguments") {
+  // timm's EfficientViT LiteMLA._attn: `with torch.autocast(enabled=False): q.float() ...`.
+  // torch.export writes the block as a submodule whose generated code is the only frame;
+  // the no-op .float() calls are gone from the fp32 graph, but the code names their results.
+  const HopCall m = memest::hop_call(
+      "File \"<eval_with_key>.672\", line 12, in forward\n"
+      "    matmul = torch.ops.aten.matmul.default(transpose_1, to_2);  transpose_1 = to_2 = None");
+  CHECK(m.in_body);
+  CHECK(m.cast_args == 0b10u);
+  const HopCall both = memest::hop_call(
+      "File \"<eval_with_key>.9\", line 4, in forward\n    matmul = torch.ops.aten.matmul.default(to, to_11)");
+  CHECK(both.cast_args == 0b11u);
+  // Names that only start like a cast are not one; nested lists do not shift positions.
+  const HopCall none = memest::hop_call(
+      "File \"<eval_with_key>.3\", line 2, in forward\n"
+      "    cat = torch.ops.aten.cat.default([to_1, x], -1);  tok = torch.ops.aten.add.Tensor(total, to_x)");
+  CHECK(none.in_body);
+  CHECK(none.cast_args == 0u);
+  // An ordinary frame is not a body.
+  const HopCall plain = memest::hop_call("File \"model.py\", line 40, in forward\n    x = self.block(x.float())");
+  CHECK_FALSE(plain.in_body);
+  CHECK(plain.cast_args == 0u);
+}

@@ -511,6 +511,56 @@ output y
   CHECK(out == std::vector<int64_t>{2 * 16 * 2});
 }
 
+TEST_CASE("inside a disabled autocast block, x.float() arguments are float copies backward keeps") {
+  // EfficientViT's LiteMLA._attn under bf16: q, k, v are relu outputs in half, cast by
+  // .float() (absent from the fp32 export; Node::float_inputs marks them) and kept by the
+  // float matmuls (traces35 st_efficientvit_b3: -3.9% before). h and g are Linear outputs,
+  // [2, 16] half = 64 B; their and its transpose [16, 2].
+  const char* text = R"(
+opset 17
+input x float32 batch,16
+param w float32 16,16
+param u float32 16,2
+node memest::Linear x w -> h @fc
+node memest::Linear h u -> g @fc2
+node Transpose h -> ht perm=1,0 @attn
+node MatMul ht g -> y @attn
+output y
+)";
+  auto matmul_forward = [&](uint32_t float_inputs) {
+    Graph g = read_text_graph(text);
+    for (Node& n : g.nodes) {
+      if (n.op == "MatMul") {
+        n.float_inputs = float_inputs;
+        n.autocast_off = true;
+      }
+    }
+    AnalysisOptions o;
+    o.train.loss = Loss::Sum;
+    o.train.amp = Amp::BF16;
+    const Analysis a = analyze(std::move(g), o);
+    const Estimate e = estimate(a, 2);
+    std::vector<int64_t> out;
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
+          a.graph.nodes[b.node].op == "MatMul") {
+        out.push_back(b.bytes.eval(e.bindings));
+      }
+    }
+    return out;
+  };
+  // Without the casts the matmul reads the half operands as they are: only its output.
+  // Without the casts the matmul reads the half operands as they are: its output alone.
+  // With them, first the float copy of ht ([16, 2] float: 128 B) and one of g, then the same
+  // output.
+  const std::vector<int64_t> plain = matmul_forward(0), cast = matmul_forward(0b11u);
+  REQUIRE(plain.size() == 1);
+  REQUIRE(cast.size() == 3);
+  CHECK(cast[0] == 16 * 2 * 4);
+  CHECK(cast.back() == plain.back());
+}
+
 TEST_CASE("native_dropout makes its bool mask before its output") {
   // Dropout.cu: mask = empty_like(self, bool), then ret = empty_like(self). The order
   // decides which cached block each lands in (gpt_mini's GPU traces show mask first).
