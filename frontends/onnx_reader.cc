@@ -389,10 +389,7 @@ class Lowering {
     if (!n.metadata.empty()) {
       trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
       if (!trace.empty()) node.py_stack = stacks_.read(trace, ns);
-      if (const HopCall h = hop_call(trace); h.in_body) {
-        node.autocast_off = true;
-        node.float_inputs = h.cast_args;
-      }
+      mark_autocast_block(trace, node);
       node.call = aten_call(ns);
       const std::string_view fx = node_metadata(n, "pkg.torch.onnx.fx_node");
       if (!fx.empty()) {

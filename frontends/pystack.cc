@@ -117,6 +117,13 @@ HopCall hop_call(std::string_view trace) {
   return h;
 }
 
+void mark_autocast_block(std::string_view trace, Node& node) {
+  if (const HopCall h = hop_call(trace); h.in_body) {
+    node.autocast_off = true;
+    node.float_inputs = h.cast_args;
+  }
+}
+
 int PyStackReader::name(const std::string& n) {
   auto [it, fresh] = names_.try_emplace(n, static_cast<int>(out_.names.size()));
   if (fresh) out_.names.push_back(n);

@@ -44,6 +44,8 @@ struct HopCall {
   uint32_t cast_args = 0;
 };
 HopCall hop_call(std::string_view trace);
+/// For a node in such a body: autocast off, and its .float() arguments (Node::float_inputs).
+void mark_autocast_block(std::string_view trace, Node& node);
 
 class PyStackReader {
  public:

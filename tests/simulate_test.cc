@@ -438,129 +438,6 @@ TEST_CASE("softmax's backward temporary is a temporary, not a workspace cuDNN ma
   CHECK(bf16[2].first == 2 * 4 * 256 * 2);
 }
 
-TEST_CASE("a promoting op's gradient of its half input is made in float, then cast by the engine") {
-  // GPT-2's tanh GELU under fp16: 0.5 * x (half) times the float 1 + tanh(...). MulBackward0
-  // forms grad * other in float for the half input; autograd's engine casts it to half after
-  // the node returns, so the float one lives beside the other input's gradient (traces34
-  // sh_gpt2_cls: 4 + 4 + 2 MiB). Here h is a Linear's half output and n a LayerNorm's
-  // float output, [2, 16]: float 128 B, half 64 B.
-  const char* text = R"(
-opset 17
-input x float32 batch,16
-param w float32 16,16
-param g float32 16
-node memest::Linear x w -> h @fc
-node LayerNormalization x g -> n axis=-1 @ln
-node Mul h n -> y @mul
-output y
-)";
-  auto mul_backward = [&](Amp amp) {
-    TrainConfig cfg;
-    cfg.loss = Loss::Sum;
-    cfg.amp = amp;
-    const Analysis a = analyze_text(text, cfg);
-    const Estimate e = estimate(a, 2);
-    std::vector<int64_t> out;
-    for (const Event& ev : a.program.events) {
-      const Block& b = a.program.blocks[ev.block];
-      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
-          a.graph.nodes[b.node].module == "mul") {
-        out.push_back(b.bytes.eval(e.bindings));
-      }
-    }
-    return out;
-  };
-  // h's float gradient, its half cast, then n's float gradient.
-  CHECK(mul_backward(Amp::FP16) == std::vector<int64_t>{128, 64, 128});
-  // In fp32 both inputs are float: one gradient each.
-  CHECK(mul_backward(Amp::None) == std::vector<int64_t>{128, 128});
-}
-
-TEST_CASE("a stochastic-depth mask takes the dtype of the tensor it scales") {
-  // timm's DropPath: x.new_empty([B, 1]).bernoulli_(keep) / keep, exported as
-  // RandomUniformLike -> Less -> Cast(float) -> Div. new_empty takes x's run-time dtype, so
-  // under fp16 autocast x * mask stays half (traces32 st_nextvit_small); a float mask
-  // would promote it. h [2, 16] is a Linear's half output: 64 B half, 128 B float.
-  const char* text = R"(
-opset 17
-input x float32 batch,16
-param w float32 16,16
-const ref float32 2,1 = 0,0
-const keep float32 - = 0.9
-node memest::Linear x w -> h @fc
-node RandomUniformLike ref -> r @dp
-node Less r keep -> b @dp
-node Cast b -> m to=1 @dp
-node Div m keep -> s @dp
-node Mul h s -> y @dp
-output y
-)";
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  cfg.amp = Amp::FP16;
-  const Analysis a = analyze_text(text, cfg);
-  const Estimate e = estimate(a, 2);
-  std::vector<int64_t> out;
-  for (const Event& ev : a.program.events) {
-    const Block& b = a.program.blocks[ev.block];
-    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
-        a.graph.nodes[b.node].op == "Mul") {
-      out.push_back(b.bytes.eval(e.bindings));
-    }
-  }
-  CHECK(out == std::vector<int64_t>{2 * 16 * 2});
-}
-
-TEST_CASE("inside a disabled autocast block, x.float() arguments are float copies backward keeps") {
-  // EfficientViT's LiteMLA._attn under bf16: q, k, v are relu outputs in half, cast by
-  // .float() (absent from the fp32 export; Node::float_inputs marks them) and kept by the
-  // float matmuls (traces35 st_efficientvit_b3: -3.9% before). h and g are Linear outputs,
-  // [2, 16] half = 64 B; their and its transpose [16, 2].
-  const char* text = R"(
-opset 17
-input x float32 batch,16
-param w float32 16,16
-param u float32 16,2
-node memest::Linear x w -> h @fc
-node memest::Linear h u -> g @fc2
-node Transpose h -> ht perm=1,0 @attn
-node MatMul ht g -> y @attn
-output y
-)";
-  auto matmul_forward = [&](uint32_t float_inputs) {
-    Graph g = read_text_graph(text);
-    for (Node& n : g.nodes) {
-      if (n.op == "MatMul") {
-        n.float_inputs = float_inputs;
-        n.autocast_off = true;
-      }
-    }
-    AnalysisOptions o;
-    o.train.loss = Loss::Sum;
-    o.train.amp = Amp::BF16;
-    const Analysis a = analyze(std::move(g), o);
-    const Estimate e = estimate(a, 2);
-    std::vector<int64_t> out;
-    for (const Event& ev : a.program.events) {
-      const Block& b = a.program.blocks[ev.block];
-      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
-          a.graph.nodes[b.node].op == "MatMul") {
-        out.push_back(b.bytes.eval(e.bindings));
-      }
-    }
-    return out;
-  };
-  // Without the casts the matmul reads the half operands as they are: only its output.
-  // Without the casts the matmul reads the half operands as they are: its output alone.
-  // With them, first the float copy of ht ([16, 2] float: 128 B) and one of g, then the same
-  // output.
-  const std::vector<int64_t> plain = matmul_forward(0), cast = matmul_forward(0b11u);
-  REQUIRE(plain.size() == 1);
-  REQUIRE(cast.size() == 3);
-  CHECK(cast[0] == 16 * 2 * 4);
-  CHECK(cast.back() == plain.back());
-}
-
 TEST_CASE("native_dropout makes its bool mask before its output") {
   // Dropout.cu: mask = empty_like(self, bool), then ret = empty_like(self). The order
   // decides which cached block each lands in (gpt_mini's GPU traces show mask first).
@@ -628,42 +505,6 @@ output y
   CHECK(gradients_of("c") == std::vector<int64_t>{512, 4096, 128});
 }
 
-TEST_CASE("type promotion: a zero-dim constant does not widen a half tensor (0.5 * x stays half)") {
-  // c10::result_type: a tensor with dims outranks a zero-dim one of the same category.
-  // The exporters store Python scalars as zero-dim fp32 constants.
-  const char* text = R"(
-opset 17
-input x float32 batch,64
-param fc.weight float32 32,64
-const half float32 - = 0.5
-const bias float32 32 = 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1
-node memest::Linear x fc.weight -> h @fc
-node Mul half h -> scaled @scale
-node Add h bias -> shifted @shift
-node Add scaled shifted -> y @sum
-output y
-)";
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  cfg.amp = Amp::FP16;
-  Analysis a = analyze_text(text, cfg);
-  const Estimate e = estimate(a, 2);
-  auto output_bytes = [&](const char* module) {  // the first forward's last activation there
-    int64_t bytes = -1;
-    for (const Event& ev : a.program.events) {
-      const Block& b = a.program.blocks[ev.block];
-      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
-          a.graph.nodes[b.node].module == module && b.category == Category::Activations) {
-        bytes = b.bytes.eval(e.bindings);
-      }
-    }
-    return bytes;
-  };
-  CHECK(output_bytes("fc") == 2 * 32 * 2);     // autocast: half (after x's half copy)
-  CHECK(output_bytes("scale") == 2 * 32 * 2);  // half * zero-dim fp32: half
-  CHECK(output_bytes("shift") == 2 * 32 * 4);  // half + [32] fp32: fp32
-}
-
 TEST_CASE("a module's argument stays allocated until the module returns") {
   // h goes into `body`; its last use is body's first op (Mul by a constant saves
   // nothing of h). body's caller holds h until body.fc has run: h's free comes after
@@ -701,32 +542,6 @@ output y
   };
   CHECK(order("body.scale", "body.act", "body.fc"));
   CHECK_FALSE(order("scale", "act", "fc"));
-}
-
-TEST_CASE("cross_entropy under fp16 autocast: log_softmax in half, nll_loss on an fp32 copy") {
-  // cross_entropy passes log_softmax an explicit dtype (the logits'), which autocast
-  // respects; nll_loss is on the fp32 list and casts. [batch 4, 10 classes] of half
-  // logits: log_softmax's result is 4*10*2 = 80 bytes, nll_loss's fp32 copy 160, both
-  // saved for backward. In fp32 there is no copy: nll_loss reads log_softmax's result.
-  auto loss_blocks = [](Amp amp) {
-    TrainConfig cfg;
-    cfg.amp = amp;
-    Analysis a = analyze_text(kMlp, cfg);
-    const Estimate e = estimate(a, 4);
-    std::vector<int64_t> bytes;  // the first forward's loss allocations, in order
-    for (const Event& ev : a.program.events) {
-      const Block& b = a.program.blocks[ev.block];
-      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
-          a.graph.nodes[b.node].module == "loss") {
-        bytes.push_back(b.bytes.eval(e.bindings));
-      }
-    }
-    return bytes;
-  };
-  // log_softmax 80; nll_loss: the fp32 copy 160, the loss 4, total_weight 4.
-  CHECK(loss_blocks(Amp::FP16) == std::vector<int64_t>{80, 160, 4, 4});
-  // fp32: log_softmax 160; nll_loss: the loss 4, total_weight 4.
-  CHECK(loss_blocks(Amp::None) == std::vector<int64_t>{160, 4, 4});
 }
 
 TEST_CASE("channels-last survives a broadcast multiply and an add, and reaches the convolution") {
@@ -897,4 +712,30 @@ output y
   // The Mul's output, [2, 4, 8, 8] fp32: 2,048 bytes; and the filter, [4, 1, 3, 3] fp32:
   // 144 bytes (the buffer itself, no copy).
   CHECK(kept == 2 * 4 * 8 * 8 * 4 + 4 * 9 * 4);
+}
+
+TEST_CASE("cross_entropy under fp16 autocast: log_softmax in half, nll_loss on an fp32 copy") {
+  // cross_entropy passes log_softmax an explicit dtype (the logits'), which autocast
+  // respects; nll_loss is on the fp32 list and casts. [batch 4, 10 classes] of half
+  // logits: log_softmax's result is 4*10*2 = 80 bytes, nll_loss's fp32 copy 160, both
+  // saved for backward. In fp32 there is no copy: nll_loss reads log_softmax's result.
+  auto loss_blocks = [](Amp amp) {
+    TrainConfig cfg;
+    cfg.amp = amp;
+    Analysis a = analyze_text(kMlp, cfg);
+    const Estimate e = estimate(a, 4);
+    std::vector<int64_t> bytes;  // the first forward's loss allocations, in order
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
+          a.graph.nodes[b.node].module == "loss") {
+        bytes.push_back(b.bytes.eval(e.bindings));
+      }
+    }
+    return bytes;
+  };
+  // log_softmax 80; nll_loss: the fp32 copy 160, the loss 4, total_weight 4.
+  CHECK(loss_blocks(Amp::FP16) == std::vector<int64_t>{80, 160, 4, 4});
+  // fp32: log_softmax 160; nll_loss: the loss 4, total_weight 4.
+  CHECK(loss_blocks(Amp::None) == std::vector<int64_t>{160, 4, 4});
 }
