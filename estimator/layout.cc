@@ -344,6 +344,9 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       return elementwise_layout(g, n, layouts);
     case Layout::Conv:
       return in0 >= 0 && is_channels_last(layouts[in0]) ? layouts[in0] : std::vector<int8_t>{};
+    case Layout::Conv2d:
+      return in0 >= 0 && layouts[in0].size() == 4 && is_channels_last(layouts[in0]) ? layouts[in0]
+                                                                                   : std::vector<int8_t>{};
     case Layout::Fresh:
       // Other views (squeeze, slice, split, expand) keep the input's strides.
       return view && in0 >= 0 && !layouts[in0].empty() ? std::vector<int8_t>{-1} : std::vector<int8_t>{};

@@ -230,6 +230,7 @@ void Builder::backward_node(int k) {
     unref(b);
   }
   if (info && info->sums_broadcast_grads) reduction_scratch(k, n, full);
+  grad_format_copy(k);
   backward_workspace(k);
   bias_gradient_reduction(k);
   for (int o : outs) {
@@ -352,6 +353,24 @@ void Builder::bias_gradient_reduction(int k) {
     if (i != 1) axes.push_back(static_cast<int64_t>(i));
   }
   unref(reduction_buffer(k, out0, axes, run_dtype_[out0]));
+}
+
+// Pooling's backward reads the output's gradient in the memory format it gave the output
+// (OpInfo::grad_in_input_format): channels-last when the output is, else contiguous. A
+// gradient laid out otherwise is copied after the input's gradient is made and freed as
+// the call returns. traces36 rnd25_48: a 3-D max pool of a channels-last map (a channel
+// LayerNorm's permute-back) before a reflect pad, whose backward hands a contiguous
+// gradient: MaxPool3DWithIndicesBackward0 took 64 MiB, then an 8 MiB copy.
+void Builder::grad_format_copy(int k) {
+  const OpInfo* info = info_[k];
+  const std::span<const int> ins = inputs(k), outs = outputs(k);
+  if (!info || !info->grad_in_input_format || ins.empty() || outs.empty()) return;
+  const int in0 = ins[0], out0 = outs[0];
+  if (in0 < 0 || out0 < 0 || !requires_grad_[in0] || grad_[out0] < 0) return;
+  const std::vector<int8_t>& got = grad_layout(out0);
+  if (got.size() == 1 && got[0] == -1) return;  // unknown
+  if (channels_last(out0) ? got == layout_[out0] : got.empty()) return;
+  unref(alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k));
 }
 
 }  // namespace memest::sim

@@ -147,6 +147,7 @@ class Builder : public StepMemory {
   std::vector<std::pair<int, int>> input_gradients(int k);
   void backward_workspace(int k);
   void bias_gradient_reduction(int k);
+  void grad_format_copy(int k);
 
   void step();
 

@@ -2,6 +2,7 @@
 // the CUDA reduction buffers of global pooling and of a convolution's bias gradient.
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include "estimator/allocator.h"
@@ -225,6 +226,58 @@ node Mul t hm -> r @act
   CHECK(mul_buffers(se_gate("const p int64 8 = 0,0,1,1,0,0,1,1\nnode Pad y p -> z mode=reflect @pad\noutput z\n").c_str(),
                     16) ==
         std::vector<int64_t>{0});
+}
+
+// The blocks the node made by `op` allocates in the first iteration's backward, at batch 2.
+std::vector<int64_t> backward_blocks(const std::string& text, const char* op) {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  Analysis a = analyze(read_text_graph(text), AnalysisOptions{.train = cfg});
+  const Estimate e = estimate(a, 2);
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
+        a.graph.nodes[b.node].op == op) {
+      out.push_back(block_size(a.program, ev.block, e.bindings, 1));
+    }
+  }
+  return out;
+}
+
+// A pooling of the channels-last map a channel LayerNorm leaves (24 channels, `dims`
+// spatial dims of 8), then `tail` reading y.
+std::string pooled_channels_last(int dims, const char* pool, const char* tail) {
+  const std::string spatial = dims == 2 ? "8,8" : "8,8,8";
+  const std::string perm = dims == 2 ? "0,3,1,2" : "0,4,1,2,3";
+  const std::string window = dims == 2 ? "2,2" : "2,2,2";
+  return "opset 17\ninput x float32 batch," + spatial + ",24\nparam ls float32 24\nparam lb float32 24\n" +
+         "node LayerNormalization x ls lb -> n axis=-1 @ln\nnode Transpose n -> r perm=" + perm + " @ln\n" + "node " +
+         pool + " r -> y kernel_shape=" + window + " strides=" + window + " @pool\n" + tail;
+}
+
+TEST_CASE("pooling's backward copies a gradient laid out otherwise than its output") {
+  // A reflect pad's backward hands back a contiguous gradient; max pooling of a
+  // channels-last map wants it channels-last: after the input's gradient (2 x 24 x 8 x 8
+  // x 4 B = 12,288 B), a copy of the output's (2 x 24 x 4 x 4 x 4 B = 3,072 B), held for
+  // the call (DilatedMaxPool2d.cu: gradOutput_.contiguous(memory_format)).
+  const char* reflect = "const p int64 8 = 0,0,1,1,0,0,1,1\nnode Pad y p -> z mode=reflect @pad\noutput z\n";
+  CHECK(backward_blocks(pooled_channels_last(2, "MaxPool", reflect), "MaxPool") == std::vector<int64_t>{12288, 3072});
+  CHECK(backward_blocks(pooled_channels_last(2, "AveragePool", reflect), "AveragePool") ==
+        std::vector<int64_t>{12288, 3072});
+  // 3-D max pooling keeps channels_last_3d too (DilatedMaxPool3d.cu; traces36 rnd25_48:
+  // 64 MiB, then an 8 MiB copy): 2 x 24 x 512 x 4 B, then 2 x 24 x 64 x 4 B.
+  const char* reflect3 = "const p int64 10 = 0,0,1,1,1,0,0,1,1,1\nnode Pad y p -> z mode=reflect @pad\noutput z\n";
+  CHECK(backward_blocks(pooled_channels_last(3, "MaxPool", reflect3), "MaxPool") == std::vector<int64_t>{98304, 12288});
+  // avg_pool3d allocates its output contiguous (AveragePool3d.cpp's meta): a contiguous
+  // gradient needs no copy.
+  CHECK(backward_blocks(pooled_channels_last(3, "AveragePool", reflect3), "AveragePool") ==
+        std::vector<int64_t>{98304});
+  // A convolution after the pool hands back a channels-last gradient (cuDNN allocates in
+  // its input's format): no copy.
+  CHECK(backward_blocks(pooled_channels_last(2, "MaxPool",
+                                             "param w float32 8,24,1,1\nnode Conv y w -> z @conv\noutput z\n"),
+                        "MaxPool") == std::vector<int64_t>{12288});
 }
 
 }  // namespace memest

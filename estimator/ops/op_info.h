@@ -103,6 +103,9 @@ enum class Layout : uint8_t {
   /// input is, else contiguous (cuDNN's convolutions; max/avg pooling and upsampling,
   /// whose CUDA kernels allocate in input.suggest_memory_format()).
   Conv,
+  /// Conv's rule for a 4-D input only: avg_pool3d's meta allocates its output contiguous
+  /// whatever the input's format (AveragePool3d.cpp).
+  Conv2d,
 };
 
 /// What the dispatcher sees of a node's inputs when it picks a kernel (OpInfo::variant).
@@ -237,6 +240,11 @@ struct OpInfo {
   /// elementwise backward before it runs contiguous too (traces28 rnd6_89: an SE gate's
   /// sum_to_size on a channels-last map before a reflect pad took no buffer).
   bool input_grad_contiguous = false;
+  /// Its CUDA backward reads the output's gradient in the memory format it gave the
+  /// output (DilatedMaxPool2d.cu, DilatedMaxPool3d.cu, AveragePool2d.cu:
+  /// gradOutput_.contiguous(input.suggest_memory_format()); avg_pool3d: contiguous): a
+  /// gradient laid out otherwise is copied, and the copy is held for the call.
+  bool grad_in_input_format = false;
   /// The gradient of input 2 (a convolution's bias) is the output's gradient summed over
   /// every dim but dim 1, by that CUDA reduction, with its buffer (after the other
   /// gradients and the backward workspace).

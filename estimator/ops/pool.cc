@@ -86,10 +86,10 @@ constexpr const char* kFamily = "pool";
 
 const OpInfo kOps[] = {
     {.op = "MaxPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .saved_extra = pool_indices,
-     .extras_without_grad = true, .grads = "A", .layout = Layout::Conv,
+     .extras_without_grad = true, .grads = "A", .layout = Layout::Conv, .grad_in_input_format = true,
      .note = "keeps its input and int64 indices of the output's size (made even without a gradient)"},
     {.op = "AveragePool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}), .grads = "A",
-     .layout = Layout::Conv,
+     .layout = Layout::Conv2d, .grad_in_input_format = true,
      .note = "keeps its input (avg_pool backward reads its shape and padding)"},
     {.op = "LpPool", .family = kFamily, .shape = windowed, .saved_inputs = bits({0}),
      .saved_extra = lp_pool_intermediates, .grads = "A",
