@@ -137,6 +137,22 @@ TEST_CASE("rnn: a single layer keeps its own reserve and workspace") {
   CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).bytes.str() == "21008639");
 }
 
+TEST_CASE("rnn: a single fp16 LSTM in two directions takes the two-direction workspace") {
+  // rnd25_28's layer: 128 steps x 8 samples of 80 features, hidden 256, both directions.
+  Graph g = infer(R"(
+    input x float16 128,8,80
+    param w float16 2,1024,80
+    param r float16 2,1024,256
+    node LSTM x w r -> y hidden_size=256 direction=bidirectional @lstm
+  )");
+  // 2 pseudo-layers x 8.0354 MiB = 16,851,455 bytes; W and R 2 x 1024 x (80 + 256) =
+  // 688,128 elements x 2 = 1,376,256; Y = 128 x 2 x 8 x 256 = 524,288 elements at 8 Y (two
+  // directions, hidden 256: not the one-direction layer's 22), 16 bytes each: 8,388,608.
+  // 26,616,319 in all; traces36 measured 25,756,160 (22 Y gave 41,295,871).
+  CHECK(find_op("", "LSTM")->fwd_workspace(g, testing::producer(g, "y"), DType::F16, true, false).bytes.str() ==
+        "26616319");
+}
+
 TEST_CASE("rnn: a small hidden size and a wide input raise the workspace (the random grid)") {
   // One fp32 LSTM layer, hidden 64, input 512, 16 steps x 8 samples.
   Graph g = infer(R"(

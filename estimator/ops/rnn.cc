@@ -113,8 +113,8 @@ std::vector<SavedExtra> cudnn_reserve(const Graph& g, const Node& n) {
 // random67's bidirectional GRUs (rnd7_64, rnd7_18) and rnd5_50's traced 63.3 MiB
 // CudnnRnnBackward0 workspace (traces13) were 8-15% under. A single layer runs other
 // kernels than a stack (fp16 LSTM: 22 Y against 6 Y). Bidirectional single-layer fp16
-// LSTMs measured between the two (rnd3_34 and rnd1_20 near 6 Y, rnd7_68 near 16 Y): they
-// keep the single layer's 22 Y, an over-estimate, rather than risk an under-estimate.
+// LSTMs measured between the two (rnd3_34 and rnd1_20 near 6 Y, rnd7_68 near 16 Y): see
+// kTwoDirectionsFrom below for which takes which.
 //
 // That fit held only where it was probed (hidden 256 and 512, one direction, input =
 // hidden). On session 11's random grid (kernels-rnngrid-h200-torch2.11.jsonl, grid seed 1:
@@ -134,9 +134,17 @@ std::vector<SavedExtra> cudnn_reserve(const Graph& g, const Node& n) {
 // (kernels-rnngrid2-h200-torch2.11.jsonl, session 13): under by more than 3% on 82 of 240
 // before, 5 of 240 after, the worst at 0.91 of the measured bytes (0.32 before); median
 // 1.02 of the measured bytes, 3.6 at most (a hidden size of 32 to 128 at a tiny batch).
+//
+// The single fp16 LSTM's 22 Y is one direction's: its probes had input = hidden (the
+// 72 probes' 256 and 512; on the grids, one direction with input != hidden took 5-6 Y).
+// Two directions of hidden 256 and up took 5.3 to 7.5 Y on both grids (12 probes, input
+// 16 to 512), under kTwoDirections; 192 and below, 14 to 19 Y, so the 22 stays there
+// (and for 193 to 255, which no probe had). traces36 rnd25_28 (hidden 256, two
+// directions): CudnnRnnBackward0's workspace 25,756,160 B, 7.2 Y, where 22 Y had 40 MiB.
 constexpr int64_t kSmallHiddenBelow = 192;
 constexpr double kSmallHidden[2] = {22.0, 16.0};  // one direction, two
 constexpr double kTwoDirections = 8.0;
+constexpr int64_t kTwoDirectionsFrom = 256;  // hidden size from which a one-direction fit yields
 constexpr int64_t kWideInputCopies = 4;
 
 struct WorkspaceFit {
@@ -144,10 +152,11 @@ struct WorkspaceFit {
   bool half;
   bool stacked;  // more than one layer
   double mib_per_pseudo_layer, per_y;
+  bool one_direction = false;  // per_y holds for one direction only (see kTwoDirectionsFrom)
 };
 constexpr WorkspaceFit kWorkspace[] = {
     {"LSTM", false, false, 8.0968, 6.0777}, {"LSTM", false, true, 8.1322, 6.1660},
-    {"LSTM", true, false, 8.0354, 22.0566}, {"LSTM", true, true, 8.0661, 6.1660},
+    {"LSTM", true, false, 8.0354, 22.0566, true}, {"LSTM", true, true, 8.0661, 6.1660},
     {"GRU", false, false, 8.0442, 6.0353},  {"GRU", false, true, 8.1971, 5.2729},
     {"GRU", true, false, 8.0223, 6.0354},   {"GRU", true, true, 8.0986, 5.2730},
 };
@@ -170,9 +179,9 @@ std::optional<int64_t> call_weight_elements(const Graph& g, const std::vector<co
 // Y's bytes per element in the call's workspace: the fit, raised by the grid's floors.
 double workspace_per_y(const WorkspaceFit& f, int64_t hidden, int64_t dirs) {
   double per_y = f.per_y;
-  if (hidden > 0 && hidden < kSmallHiddenBelow) per_y = std::max(per_y, kSmallHidden[dirs == 2 ? 1 : 0]);
-  else if (dirs == 2) per_y = std::max(per_y, kTwoDirections);
-  return per_y;
+  if (hidden > 0 && hidden < kSmallHiddenBelow) return std::max(per_y, kSmallHidden[dirs == 2 ? 1 : 0]);
+  if (dirs != 2) return per_y;
+  return f.one_direction && hidden >= kTwoDirectionsFrom ? kTwoDirections : std::max(per_y, kTwoDirections);
 }
 
 Workspace cudnn_workspace(const Graph& g, const Node& n, DType run, bool, bool) {
