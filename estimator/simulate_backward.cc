@@ -113,7 +113,17 @@ void Builder::recompute_segment(int seg) {
   std::swap(cache_, spare_cache_);
 }
 
+// What node k saved is freed after its backward, or, for an inner layer of one library
+// call (OpInfo::call_start), after the backward of the call's first node.
 void Builder::release_saved(int k) {
+  if (const OpInfo* info = info_[k]; info && info->call_start) {
+    if (const int first = info->call_start(g_, g_.nodes[k]); first >= 0 && first < k) {
+      auto& held = saved_now_[first];
+      held.insert(held.end(), saved_now_[k].begin(), saved_now_[k].end());
+      saved_now_[k].clear();
+      return;
+    }
+  }
   for (int b : saved_now_[k]) unref(b);
   if (iter_ == 0) prog_.saved_by_node[k] = saved_now_[k];  // reported per layer
   saved_now_[k].clear();

@@ -148,6 +148,10 @@ using WorkspaceFn = Workspace (*)(const Graph&, const Node&, DType run, bool inp
 /// The dims a CUDA TensorIterator reduction reduces, in [0, rank), or nullopt when unknown.
 using ReducedAxesFn = std::optional<std::vector<int64_t>> (*)(const Graph&, const Node&);
 
+/// The node that starts the call node n belongs to, when several nodes are one library call
+/// (an exported multi-layer nn.LSTM); -1 when n starts it or stands alone.
+using CallStartFn = int (*)(const Graph&, const Node&);
+
 /// Everything memest knows about one op. One entry per op, in its family's table.
 struct OpInfo {
   const char* op = "";             ///< ONNX op type ("Conv") or memest's own ("Attention")
@@ -272,6 +276,11 @@ struct OpInfo {
   /// p = 0, which returns its input); nullptr, or returning nullptr, keeps this one.
   const OpInfo* (*variant)(const Graph& g, const Node& n, const Dispatch& d) = nullptr;
   const char* domain = "";         ///< "" (ONNX default) or "memest"
+  /// One library call written as several nodes (an exported nn.LSTM of L layers, each
+  /// layer a node): its backward is one call too (CudnnRnnBackward0), which runs when
+  /// autograd reaches the call and frees what every layer saved only as it returns. The
+  /// inner layers' saved tensors are held until the starting node's backward is done.
+  CallStartFn call_start = nullptr;
   const char* note = "";           ///< one line for `memest ops`
 
   /// The gradient letter for input i ('N' when not differentiable).

@@ -78,6 +78,17 @@ std::vector<const Node*> call_nodes(const Graph& g, const Node& n) {
   return call;
 }
 
+// The first layer of the call an inner layer belongs to; -1 for a call's first layer.
+int call_start(const Graph& g, const Node& n) {
+  int first = previous_layer(g, n);
+  for (int hops = 0; first >= 0 && hops < 64; ++hops) {
+    const int before = previous_layer(g, g.nodes[first]);
+    if (before < 0) break;
+    first = before;
+  }
+  return first;
+}
+
 // The number of layers of the call node n starts, or 0 when n is an inner layer.
 int64_t call_layers(const Graph& g, const Node& n) { return static_cast<int64_t>(call_nodes(g, n).size()); }
 
@@ -220,15 +231,18 @@ const OpInfo kOps[] = {
      .saved_inputs = bits({0, 1, 2, 3, 5, 6}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<5>,
      .grads = "AAAANAAA", .layout = Layout::Recurrent, .fwd_workspace = cudnn_workspace, .workspace_first = true,
      .bwd_data_workspace = cudnn_workspace,
-     .bwd_workspace = cudnn_workspace, .note = "cuDNN LSTM: keeps input, weights, states, Y and a reserve of 5x Y"},
+     .bwd_workspace = cudnn_workspace, .call_start = call_start,
+     .note = "cuDNN LSTM: keeps input, weights, states, Y and a reserve of 5x Y"},
     {.op = "GRU", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2, 3, 5}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<6>,
      .grads = "AAAANA", .layout = Layout::Recurrent, .fwd_workspace = cudnn_workspace, .workspace_first = true,
      .bwd_data_workspace = cudnn_workspace,
-     .bwd_workspace = cudnn_workspace, .note = "cuDNN GRU: keeps input, weights, state, Y and a reserve of 6x Y"},
+     .bwd_workspace = cudnn_workspace, .call_start = call_start,
+     .note = "cuDNN GRU: keeps input, weights, state, Y and a reserve of 6x Y"},
     {.op = "RNN", .family = kFamily, .shape = recurrent, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1, 2, 3, 5}), .saved_outputs = bits({0}), .saved_extra = cudnn_reserve<1>,
-     .grads = "AAAANA", .layout = Layout::Recurrent, .note = "cuDNN tanh/relu RNN: keeps input, weights, state, Y and a reserve the size of Y"},
+     .grads = "AAAANA", .layout = Layout::Recurrent, .call_start = call_start,
+     .note = "cuDNN tanh/relu RNN: keeps input, weights, state, Y and a reserve the size of Y"},
 };
 
 }  // namespace
