@@ -516,6 +516,27 @@ TEST_CASE("shape: unsupported ops fall back with a warning") {
   CHECK(g.warnings[0].find("FooBar") != std::string::npos);
 }
 
+TEST_CASE("shape: a circular pad's backward holds a padded-size copy of the gradient") {
+  // _pad_circular's copies into slices are CopySlices nodes; each clones the padded
+  // gradient while the input's is made (traces37 rnd21_157).
+  Graph g = infer(R"(
+    input x float32 2,3,8,8
+    const pads int64 8 = 0,0,1,2,0,0,1,2
+    node Pad x pads -> y mode=wrap
+  )");
+  CHECK(shape(g, "y") == "[2, 3, 10, 12]");
+  const Node& pad = testing::producer(g, "y");
+  const OpInfo* circular = find_op("", "Pad")->variant(g, pad, Dispatch{DType::F32});
+  REQUIRE(circular != nullptr);
+  CHECK(circular->saved_inputs == 0);
+  CHECK(circular->scratch_is_temporary);
+  // 2 x 3 x 10 x 12 elements of the padded gradient, in fp32: 2,880 B.
+  CHECK(circular->bwd_data_workspace(g, pad, DType::F32, true, false).bytes.str() == "2880");
+  // Reflect keeps its input instead; constant mode is the plain entry.
+  Graph r = infer("input x float32 2,3,8,8\nconst pads int64 8 = 0,0,1,1,0,0,1,1\nnode Pad x pads -> y mode=reflect");
+  CHECK(find_op("", "Pad")->variant(r, testing::producer(r, "y"), Dispatch{DType::F32})->saves_input(0));
+}
+
 TEST_CASE("shape: training facts") {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Expand", "Slice", "Split"}) {
     CAPTURE(op);

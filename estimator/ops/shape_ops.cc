@@ -634,11 +634,26 @@ void non_zero(ShapeContext& ctx) {
 // a replicate-padded conv after a squeeze-excitation Mul, fp16) kept 32 MiB more at the
 // end of forward than memest counted: the Mul's fp32 output, which only the Pad reads.
 // "wrap" (circular) is torch's _pad_circular, slices copied into a new tensor: nothing
-// kept.
+// kept (PadCircular below).
 const OpInfo* pad_mode(const Graph&, const Node& n, const Dispatch&) {
   static const OpInfo* const keeping = find_op("memest", "PadKeepingInput");
+  static const OpInfo* const circular = find_op("memest", "PadCircular");
   const std::string mode = n.attr_string("mode", "constant");
+  if (mode == "wrap") return circular;
   return mode == "reflect" || mode == "edge" ? keeping : nullptr;
+}
+
+// torch's _pad_circular (PadNd.cpp) copies the input into the middle of a new tensor and
+// then each side's wrapped slice into place: copy_ into views of one base, which autograd
+// records as CopySlices, one per copy. Each CopySlices' backward clones the base's
+// gradient (result = grad.clone, its slice zeroed for the next) and SliceBackward0 makes a
+// gradient of the base's size from the slice's: a tensor of the padded size beside the
+// incoming gradient and the input's. traces37 rnd21_157 (2-D circular pad, fp32 before
+// an autocast conv): at CopySlices' peak 50.3 + 50.3 MB (padded) + 47.2 MB (the input's
+// gradient), where memest had one padded and the input's.
+Workspace circular_pad_backward_copy(const Graph& g, const Node& n, DType run, bool, bool) {
+  if (n.outputs.empty() || n.outputs[0] < 0 || !g.tensors[n.outputs[0]].shape) return Expr(0);
+  return Expr(dtype_size(run)) * product(*g.tensors[n.outputs[0]].shape);
 }
 
 constexpr const char* kFamily = "shape";
@@ -679,6 +694,10 @@ const OpInfo kOps[] = {
      .note = "copies; constant mode keeps nothing (backward slices the gradient)"},
     {.op = "PadKeepingInput", .family = kFamily, .shape = pad, .saved_inputs = bits({0}), .grads = "ANNN",
      .input_grad_contiguous = true, .domain = "memest", .note = "Pad in reflect/edge mode (reflection_pad, replication_pad): keeps its input"},
+    {.op = "PadCircular", .family = kFamily, .shape = pad, .grads = "ANNN",
+     .bwd_data_workspace = circular_pad_backward_copy, .scratch_is_temporary = true, .domain = "memest",
+     .note = "Pad in wrap mode (_pad_circular: slices copied into a new tensor): keeps nothing; backward "
+             "holds a padded-size copy of the gradient beside the input's"},
     // Every upsample_* kernel is on autocast's fp32 list (autocast_mode.cpp AT_FORALL_FP32):
     // a half input is cast up and the result is fp32 (traces13 rnd5_27: trilinear).
     // A channels-last input gives a channels-last output (upsample_*_out_cuda allocate in
