@@ -23,7 +23,8 @@ void print_json() {
                             {"cublaslt_workspace_bytes", t->cublaslt_workspace},
                             {"allocator_round_bytes", t->alloc_round},
                             {"fused_attention", t->fused_attention},
-                            {"reduce_scratch_cap_bytes", t->reduce_scratch_cap}});
+                            {"sm_count", t->sm_count},
+                            {"threads_per_sm", t->threads_per_sm}});
   }
   j["gpus"] = nlohmann::json::array();
   for (const GpuPreset& g : all_gpus()) {

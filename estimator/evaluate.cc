@@ -25,8 +25,6 @@ int64_t bounded_size(int64_t bytes, const SizeBound* sb, const Bindings& b, int6
   if (sb) {
     if (sb->reduce) bytes = reduce_buffer_bytes(bytes, sb->reduce_inputs.eval(b), *sb->reduce);
     if (sb->switch_above > 0 && bytes > sb->switch_above) bytes = sb->above.eval(b);
-    if (bytes < sb->min_bytes) bytes = 0;
-    if (sb->cap_bytes > 0) bytes = std::min(bytes, sb->cap_bytes);
   }
   return bytes == 0 ? 0 : round_alloc(bytes, round);
 }

@@ -77,13 +77,10 @@ struct Event {
   int block;
 };
 
-/// A launch heuristic's bounds on a scratch block: none when the block's bytes are below
-/// min_bytes, at most cap_bytes (0: no cap). See the builder's reduction_scratch. Or a
-/// library's choice of algorithm by size: past switch_above bytes (0: none) the block
-/// takes `above` instead (see the ops' Workspace).
+/// How a scratch block's bytes follow from the sizes: a library's choice of algorithm by
+/// size (past switch_above bytes, 0: none, the block takes `above` instead; see the ops'
+/// Workspace), or a CUDA reduction's launch.
 struct SizeBound {
-  int64_t min_bytes = 0;
-  int64_t cap_bytes = 0;
   int64_t switch_above = 0;
   Expr above;
   /// A CUDA reduction's global buffer (reduce_kernel.h): the block's bytes evaluate to the

