@@ -540,6 +540,41 @@ void Fuser::slice_assign(int k) {
   replace(k, "SliceAssign", {n.inputs[0], n.inputs[2]}, dead);
 }
 
+// Concat(x[-p:], x, x[:q]) along one axis, a Slice of x on each side: the legacy
+// exporter's F.pad(mode="circular") (symbolic_opset11's circular pad), which torch runs as
+// _pad_circular, one new tensor filled by slice copies (PadCircular, whose backward holds
+// a copy of the padded gradient). The dynamo exporter writes Pad(mode=wrap) instead, one
+// node for every padded dim, where the legacy one chains a Concat per dim.
+void Fuser::circular_pad(int k) {
+  const Node& cat = g_.nodes[k];
+  if (cat.dead || cat.inputs.size() != 3 || cat.outputs.empty()) return;
+  const int x = cat.inputs[1];
+  if (x < 0 || !T(x).shape) return;
+  const int64_t rank = static_cast<int64_t>(T(x).shape->size());
+  int64_t axis = cat.attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  // Slice k of x along `axis` from `start`, read by the Concat alone.
+  auto slice_of_x = [&](int t, bool leading) {
+    const Node* sl = producer(t);
+    if (!sl || sl->op != "Slice" || sl->inputs.size() < 4 || sl->inputs[0] != x || only_consumer(t) != k) return false;
+    const auto& starts = T(sl->inputs[1]).value;
+    const auto& axes = T(sl->inputs[3]).value;
+    if (!starts || !axes || starts->size() != 1 || axes->size() != 1) return false;
+    auto a = axes->front().as_const(), st = starts->front().as_const();
+    if (!a || !st) return false;
+    if (*a < 0) *a += rank;
+    // x[-p:] before x, x[:q] after it
+    return *a == axis && (leading ? *st < 0 : *st == 0);
+  };
+  if (!slice_of_x(cat.inputs[0], true) || !slice_of_x(cat.inputs[2], false)) return;
+  replace(k, "PadCircular", {x}, {T(cat.inputs[0]).producer, T(cat.inputs[2]).producer, k});
+  // One Concat per padded dim, each reading the last: one _pad_circular of them all.
+  const int inner = T(x).producer;
+  if (inner >= 0 && !g_.nodes[inner].dead && g_.nodes[inner].op == "PadCircular" && only_consumer(x) == k) {
+    replace(k, "PadCircular", {g_.nodes[inner].inputs[0]}, {inner, k});
+  }
+}
+
 // Whether tensor t is computed from shapes and constants alone; the nodes found are
 // added to `chain`.
 bool Fuser::from_shapes(int t, std::vector<int>& chain, int depth) {
@@ -619,6 +654,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
   for (int k : batch_norm) f.batch_stats(k);
   for (int k : scatter) f.slice_assign(k);
   for (int k : concat) f.weight_reorder(k);
+  for (int k : concat) f.circular_pad(k);
   // Whole aten calls first: they cover spellings the patterns below do not.
   if (!g.calls.empty()) {
     std::vector<std::vector<int>> by_call(g.calls.size());

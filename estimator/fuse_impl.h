@@ -178,6 +178,7 @@ class Fuser {
   void layer_norm(int k);
   void group_norm(int k);
   void slice_assign(int k);
+  void circular_pad(int k);
   void silu(int k);
   void mish(int k);
   void batch_stats(int k);

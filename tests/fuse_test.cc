@@ -248,6 +248,48 @@ output y
   CHECK(estimate(a, 8).peak.peak_bytes == estimate(whole, 8).peak.peak_bytes);
 }
 
+TEST_CASE("the legacy exporter's circular pad, a Concat of wrapped Slices per dim, is one PadCircular") {
+  // F.pad(x, (1, 1, 2, 2), mode="circular") as symbolic_opset11 writes it: along H, then W,
+  // Concat(x[..., -p:], x, x[..., :p]). torch runs one _pad_circular; the dynamo exporter
+  // writes Pad(mode=wrap), which memest takes as PadCircular.
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(R"(
+input x float32 batch,4,8,8
+param w float32 4
+const big int64 1 = 9223372036854775807
+const zero int64 1 = 0
+const m2 int64 1 = -2
+const two int64 1 = 2
+const m1 int64 1 = -1
+const one int64 1 = 1
+const h int64 1 = 2
+const wd int64 1 = 3
+const s int64 4 = 1,4,1,1
+node Reshape w s -> w4
+node Mul x w4 -> u
+node Slice u m2 big h -> a0
+node Slice u zero two h -> b0
+node Concat a0 u b0 -> p0 axis=2
+node Slice p0 m1 big wd -> a1
+node Slice p0 zero one wd -> b1
+node Concat a1 p0 b1 -> p1 axis=3
+output p1
+)", cfg);
+  CHECK(live_ops(a) == std::map<std::string, int>{{"Mul", 1}, {"PadCircular", 1}, {"Reshape", 1}});
+  const Analysis dynamo = analyze_text(R"(
+input x float32 batch,4,8,8
+param w float32 4
+const s int64 4 = 1,4,1,1
+const pads int64 8 = 0,0,2,1,0,0,2,1
+node Reshape w s -> w4
+node Mul x w4 -> u
+node Pad u pads -> p1 mode=wrap
+output p1
+)", cfg);
+  CHECK(estimate(a, 8).peak.peak_bytes == estimate(dynamo, 8).peak.peak_bytes);
+}
+
 TEST_CASE("LayerNorm spelled out below opset 17 is one LayerNormalization") {
   // torch.onnx at opset 14 (torch 1.13's default): mean, centre, square, mean, eps,
   // root, divide, weight, bias. Left apart, the centred input, its square, the root and
