@@ -218,6 +218,10 @@ memest_matrix(matrix-blind16-h200-torch2.11 SETS sample22 random24)
 # session's first GPU call, left unread, compared once after its last change to the
 # estimate (blind17-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind17-h200-torch2.11 SETS sample23 random25)
+# Session 22's sample (gpu_session22.sh: sample seed 24, random seed 26), measured in the
+# session's first GPU call, left unread, compared once after its last change to the
+# estimate (blind18-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind18-h200-torch2.11 SETS sample24 random26)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
