@@ -50,7 +50,7 @@ KERNELS = ("spatial", "pointwise")
 SIXTEENTHS = np.array([0, 2, 4, 8, 12, 16, 17, 18, 20, 24, 32, 48, 64])
 # A constant is paid by every convolution of every model, and a small model's peak is tens
 # of MiB: constants of 4 to 64 MiB (the fit takes them when offered) put the random set's
-# small models 4% to 20% over (validate/results/random-h200-torch2.11.jsonl, median
+# small models 4% to 20% over (validate/results/random-h200-torch2.11.jsonl.xz, median
 # |error| 3.7% against 1.5% with at most 1 MiB).
 CONSTANTS = np.array([0, 1]) << 20
 

@@ -317,7 +317,7 @@ Expr at_batch(const Graph& g, const Node& n, Affine w) {
 // call and class the generator keeps the combination of those terms that covers all but
 // 10% of the class's probes with the least relative excess. On seed 2, dense forward and
 // dgrad come out at exactly input + output + weight bytes (median envelope / measured
-// 1.00); the corpus (validate/results/corpus-h200-torch2.11.jsonl) judged the balance
+// 1.00); the corpus (validate/results/corpus-h200-torch2.11.jsonl.xz) judged the balance
 // between missing 5% and 15% of the probes.
 
 enum class WsCall { Fwd, BwdData, BwdWeight, BwdFirst };
