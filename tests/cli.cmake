@@ -222,6 +222,10 @@ memest_matrix(matrix-blind17-h200-torch2.11 SETS sample23 random25)
 # session's first GPU call, left unread, compared once after its last change to the
 # estimate (blind18-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind18-h200-torch2.11 SETS sample24 random26)
+# Session 22's second sample (gpu_session22d.sh: sample seed 25, random seed 27), measured
+# after the session's last change to the estimate, compared once
+# (blind19-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind19-h200-torch2.11 SETS sample25 random27)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
