@@ -567,11 +567,15 @@ void Fuser::circular_pad(int k) {
     return *a == axis && (leading ? *st < 0 : *st == 0);
   };
   if (!slice_of_x(cat.inputs[0], true) || !slice_of_x(cat.inputs[2], false)) return;
-  replace(k, "PadCircular", {x}, {T(cat.inputs[0]).producer, T(cat.inputs[2]).producer, k});
-  // One Concat per padded dim, each reading the last: one _pad_circular of them all.
+  std::vector<int> dead = {T(cat.inputs[0]).producer, T(cat.inputs[2]).producer, k};
+  // One Concat per padded dim, each reading the last: one _pad_circular of them all. x
+  // read by this dim's two Slices and Concat alone is the last dim's pad, merged here.
   const int inner = T(x).producer;
-  if (inner >= 0 && !g_.nodes[inner].dead && g_.nodes[inner].op == "PadCircular" && only_consumer(x) == k) {
-    replace(k, "PadCircular", {g_.nodes[inner].inputs[0]}, {inner, k});
+  if (inner >= 0 && !g_.nodes[inner].dead && g_.nodes[inner].op == "PadCircular" && consumers(x).size() == 3) {
+    dead.push_back(inner);
+    replace(k, "PadCircular", {g_.nodes[inner].inputs[0]}, dead);
+  } else {
+    replace(k, "PadCircular", {x}, dead);
   }
 }
 

@@ -30,11 +30,7 @@ void softmax(ShapeContext& ctx) {
 // before returning (recorded with C++ stacks on the H200: grad_input, then mul's
 // temporary, freed inside _softmax_backward_data). log_softmax's has no such temporary.
 Workspace softmax_backward_product(const Graph& g, const Node& n, DType run, bool, bool) {
-  const Shape* y = n.outputs.empty() || n.outputs[0] < 0 || !g.tensors[n.outputs[0]].shape
-                       ? nullptr
-                       : &*g.tensors[n.outputs[0]].shape;
-  if (!y) return Expr(0);
-  return Expr(dtype_size(run)) * product(*y);
+  return output_bytes(g, n, 0, run);
 }
 
 // softsign is x / (1 + |x|) in torch: the division keeps its input-sized denominator.

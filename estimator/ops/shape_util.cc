@@ -282,4 +282,9 @@ const Shape* output_shape(const Graph& g, const Node& n, size_t i) {
   return t.shape ? &*t.shape : nullptr;
 }
 
+Expr output_bytes(const Graph& g, const Node& n, size_t i, DType run) {
+  const Shape* s = output_shape(g, n, i);
+  return s ? Expr(dtype_size(run)) * product(*s) : Expr(0);
+}
+
 }  // namespace memest

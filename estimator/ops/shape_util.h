@@ -109,5 +109,8 @@ size_t flat_index(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
 const Shape* input_shape(const Graph& g, const Node& n, size_t i);
 /// Shape of a node's output i, or nullptr when absent or unknown.
 const Shape* output_shape(const Graph& g, const Node& n, size_t i);
+/// Bytes of output i in dtype `run` (a scratch copy of it, or of its gradient); 0 when
+/// its shape is unknown.
+Expr output_bytes(const Graph& g, const Node& n, size_t i, DType run);
 
 }  // namespace memest
