@@ -15,7 +15,8 @@ dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelop
 `--family pointwise-cl` draws dense 1x1 stride-1 layers on channels-last inputs.
 `--family channels-last` draws as `any` does (a third depthwise), the input in
 channels-last strides; `--family depthwise` only depthwise layers, three in four
-channels-last. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
+channels-last; `--family depthwise-cudnn` the contiguous fp16 depthwise layers PyTorch
+sends to cuDNN. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
 so the engine behind a workspace can be named.
 """
 import argparse
@@ -139,6 +140,30 @@ def draw_depthwise(r):
             "opad": 0, "bias": r.random() < 0.5, "channels_last": r.random() < 0.75}
 
 
+def draw_depthwise_cudnn(r):
+    """Contiguous depthwise layers in fp16 that PyTorch sends to cuDNN instead of its own
+    kernels (Convolution.cpp use_cudnn_depthwise, cuDNN 8.2 and later: float16, 32 channels
+    or more, undilated, and check_cudnn_depthwise_workload_with_filter: 1-D at stride 1
+    whatever the kernel, 2-D with a square 1, 3 or 5 kernel at stride 1, or 2 on some
+    shapes, maps 7 wide or more). blind18's rnd26_27 (1-D, kernel 7, 48 channels) took 4.3 x
+    its input in the weight gradient; memest took PyTorch's kernels (none)."""
+    nd = r.choice([1, 2])
+    cin = r.choice([32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024])
+    if nd == 1:
+        k, stride = r.choice([2, 3, 4, 5, 7, 9, 11, 15, 31]), 1
+        size = r.choice([64, 256, 1000, 2048, 4096, 16000])
+    else:
+        k, stride = r.choice([1, 3, 5]), r.choice([1, 1, 2])
+        size = r.choice([7, 14, 17, 28, 32, 56, 64, 112])
+    pad = (k - 1) // 2 if r.random() < 0.8 else 0
+    cout = cin * r.choice([1, 1, 1, 2])
+    per_sample = cout * size ** nd
+    n = min(max(1, int(2 ** 27 // per_sample)), r.choice([1, 2, 4, 8, 16, 32, 64, 128]))
+    return {"nd": nd, "transposed": False, "n": n, "cin": cin, "cout": cout, "spatial": [size] * nd, "k": k,
+            "stride": stride, "pad": pad, "dil": 1, "groups": cin, "dtype": "float16", "opad": 0,
+            "bias": r.random() < 0.5, "channels_last": False}
+
+
 def draw_tconv3d(r):
     """Transposed 3-D convolutions (dense and grouped, strided and dilated): the one class of
     3-D layer the weight-gradient bound (estimator/data/cudnn_model_3d_h200.inc) leaves out."""
@@ -195,7 +220,7 @@ def draw_conv1d_long(r):
 
 FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
-            "channels-last": draw_channels_last, "depthwise": draw_depthwise,
+            "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "tconv3d": draw_tconv3d, "dilated": draw_dilated,
             "conv1d-long": draw_conv1d_long}
 
