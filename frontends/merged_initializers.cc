@@ -26,6 +26,35 @@ int64_t constant_numel(const Tensor& t) {
   return n;
 }
 
+// A BatchNormalization whose scale and bias are one initializer, where the scale is a
+// folded parameter expression merged with the zeros of a None bias: timm's
+// ScaledStdConv2d standardizes its weight by F.batch_norm(w, None, None,
+// weight=(gain * scale).view(-1)), and NormFreeBlock starts its conv3's gain at zero, so
+// that scale and the zero bias are one merged [C] initializer, taken for a buffer
+// (nf_resnet50 read 36,096 bytes of parameters short). The module's parameter that no FX
+// call takes and no tensor holds is that initializer (one per module instance: the
+// merge was split per module before). Returns how many were claimed.
+int claim_merged_batch_norm_scales(Graph& g, const ParameterReads& reads,
+                                   std::map<std::string_view, std::vector<std::string_view>> untaken) {
+  int claimed = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (n.dead || n.op != "BatchNormalization" || n.inputs.size() < 3 || n.inputs[1] < 0 || n.inputs[1] != n.inputs[2]) {
+      continue;
+    }
+    Tensor& t = g.tensors[n.inputs[1]];
+    auto it = untaken.find(n.module);
+    if (t.producer >= 0 || t.kind != TensorKind::Buffer || it == untaken.end() || it->second.empty() ||
+        !reads.of(static_cast<int>(k)).empty()) {
+      continue;
+    }
+    t.kind = TensorKind::Parameter;
+    it->second.erase(it->second.begin());
+    ++claimed;
+  }
+  return claimed;
+}
+
 }  // namespace
 
 namespace {
@@ -212,11 +241,33 @@ bool split_repeated_reads(Graph& g, const ParameterReads& reads) {
   return rewired;
 }
 
+// The parameters one FX call takes that no tensor holds (or the initializer's own), in
+// the call's order, the first given as the initializer's name: its first reader keeps the
+// initializer and each later reader takes the next. A decomposed group_norm(%x, 32,
+// %p_weight, %p_bias) reads a zero-initialised weight (timm's zero_init_last) and its
+// zero bias, merged into one folded [C, 1, 1] value, in its Mul and then its Add
+// (resnet50_gn read 8,960 parameters short).
+std::vector<std::string> call_parameters(const Graph& g, size_t id, const ParameterReads& reads,
+                                         const std::vector<int>& nodes) {
+  std::vector<std::string> params;
+  for (std::string_view p : reads.of(nodes.front())) {
+    const bool stands = p == g.tensors[id].name || g.find_tensor(p) < 0;
+    if (stands && std::find(params.begin(), params.end(), p) == params.end()) params.emplace_back(p);
+  }
+  if (params.size() != nodes.size()) return {};
+  for (int n : nodes) {
+    if (!std::ranges::equal(reads.of(n), reads.of(nodes.front()))) return {};
+  }
+  if (std::find(params.begin(), params.end(), g.tensors[id].name) == params.end()) params.front() = g.tensors[id].name;
+  return params;
+}
+
 // The same across the nodes of one FX call: GRN's addcmul(%view, %view_1, %x), written
 // as Mul(view_1, x) and Add(view, ...), reads one initializer `view` in both, its weight
 // and bias being both zero (convnextv2). Where the call takes as many values that are
 // the initializer's name or that no tensor holds and no node computes as it has nodes
-// reading the initializer, each node after the first reads a copy named after the next.
+// reading the initializer, each node after the first reads a copy named after the next;
+// failing such values, the same with the parameters the call takes (call_parameters).
 bool split_call_reads(Graph& g, const ParameterReads& reads) {
   std::unordered_set<std::string_view> computed(reads.name_by_node.begin(), reads.name_by_node.end());
   bool rewired = false;
@@ -245,6 +296,7 @@ bool split_call_reads(Graph& g, const ParameterReads& reads) {
         const bool stands = v == g.tensors[id].name || (g.find_tensor(v) < 0 && !computed.count(v));
         if (stands && std::find(names.begin(), names.end(), v) == names.end()) names.emplace_back(v);
       }
+      if (names.size() < nodes.size()) names = call_parameters(g, id, reads, nodes);
       if (names.size() < nodes.size()) continue;
       std::erase(names, g.tensors[id].name);
       for (size_t j = 1; j < nodes.size() && j - 1 < names.size(); ++j) {
@@ -354,6 +406,7 @@ void split_deduplicated_initializers(Graph& g, const ParameterReads& reads,
     }
   }
   g.relink();
+  if (!reads.empty()) claim_merged_batch_norm_scales(g, reads, untaken);
 }
 
 std::string_view param_leaf(std::string_view name) {

@@ -226,6 +226,68 @@ output y
   CHECK(parameter_bytes(g) == 2 * 8 * 4);
 }
 
+TEST_CASE("merged initializers: one merged initializer the nodes of one call read as two of its parameters is two") {
+  // timm's resnet50_gn: a decomposed group_norm(%x, 32, %p_weight, %p_bias) scales by its
+  // weight (Mul) and shifts by its bias (Add). zero_init_last starts bn3's weight at zero,
+  // like its bias: both fold to [C, 1, 1] and merge into one initializer val_110, read by
+  // both nodes. The call takes the two parameters, which no tensor holds: two parameters
+  // of 8 (the file read 8,960 parameters short).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,8,1,1
+param val_110 float32 8,1,1
+node Mul x val_110 -> a @layer1.0.bn3
+node Add a val_110 -> y @layer1.0.bn3
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"layer1.0.bn3.weight", "layer1.0.bn3.bias"}, {"layer1.0.bn3.weight", "layer1.0.bn3.bias"}};
+  reads.buffers_by_node = {{}, {}};
+  reads.name_by_node = {"group_norm", "group_norm"};
+  reads.values_by_node = {{"view_3"}, {"view_3"}};
+  split_deduplicated_initializers(g, reads);
+  REQUIRE(g.find_tensor("layer1.0.bn3.bias") >= 0);
+  CHECK(g.nodes[0].inputs[1] == g.find_tensor("val_110"));
+  CHECK(g.nodes[1].inputs[1] == g.find_tensor("layer1.0.bn3.bias"));
+  CHECK(parameter_bytes(g) == 2 * 8 * 4);
+}
+
+TEST_CASE("merged initializers: a BatchNorm scale merged with a None bias's zeros is its module's untaken parameter") {
+  // timm's ScaledStdConv2d standardizes its weight with F.batch_norm(w, None, None,
+  // weight=(gain * scale).view(-1)); NormFreeBlock starts conv3's gain at zero, so the
+  // folded scale and the zeros of the None bias are one initializer val_46, read as both,
+  // which the exporter's signature does not list. The call takes no parameter; the
+  // module's gain, which no call takes and no tensor holds, is what it reads: a
+  // parameter of 8. Another module's None-bias zeros (val_13 at the bias only) stay a
+  // buffer (nf_resnet50 read 36,096 bytes short).
+  Graph g = read_text_graph(R"(
+opset 18
+input w float32 1,8,4
+input v float32 1,8,4
+buffer val_46 float32 8
+buffer val_13 float32 8
+param view_10 float32 8
+buffer m float32 8
+buffer s float32 8
+node BatchNormalization w val_46 val_46 m s -> a @conv3
+node BatchNormalization v view_10 val_13 m s -> b @conv2
+node Add a b -> y
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {}, {}};
+  reads.buffers_by_node = {{}, {}, {}};
+  reads.name_by_node = {"_native_batch_norm_legit_4", "_native_batch_norm_legit_3", "add"};
+  reads.values_by_node = {{"view_12", "view_13"}, {"view_9", "view_10"}, {}};
+  const std::vector<std::string_view> params = {"conv3.weight", "conv3.gain", "conv2.weight", "conv2.gain"};
+  split_deduplicated_initializers(g, reads, params);
+  CHECK(g.tensors[g.find_tensor("val_46")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("val_13")].kind == TensorKind::Buffer);
+  CHECK(parameter_bytes(g) == 2 * 8 * 4);
+}
+
 TEST_CASE("merged initializers: a one-element initializer merged across modules is split where the FX calls name it") {
   // timm's StarReLU: scale * relu(x)^2 + bias, scale and bias one element each, equal in
   // every block, merged into block 0's. The FX calls name each block's: one parameter
