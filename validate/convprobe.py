@@ -16,7 +16,8 @@ dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelop
 `--family channels-last` draws as `any` does (a third depthwise), the input in
 channels-last strides; `--family depthwise` only depthwise layers, three in four
 channels-last; `--family depthwise-cudnn` the contiguous fp16 depthwise layers PyTorch
-sends to cuDNN. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
+sends to cuDNN; `--family conv3d-ofat` and `--family depthwise-cudnn-1d-ofat` vary one
+factor at a time around drawn layers. `--kernels` also records the CUDA kernels each backward call launched (torch.profiler),
 so the engine behind a workspace can be named.
 """
 import argparse
@@ -164,6 +165,58 @@ def draw_depthwise_cudnn(r):
             "bias": r.random() < 0.5, "channels_last": False}
 
 
+def _one_factor_at_a_time(r, base, factors):
+    """The next of a queue of variants of one drawn layer, each changing one factor (a key
+    of `base` to each of its values) and nothing else: a rule of the workspace in one
+    factor shows as a curve, which random grids scatter. `base(r)` draws the layer."""
+    queue = getattr(r, "_ofat_queue", None)
+    if not queue:
+        b = base(r)
+        queue = [dict(b)]
+        for key, values in factors(r, b).items():
+            queue += [dict(b, **{key: v}) for v in values if v != b[key]]
+        r._ofat_queue = queue
+    return queue.pop(0)
+
+
+def draw_conv3d_ofat(r):
+    """Dense 3-D convolutions, one factor at a time around a drawn layer (batch, input and
+    output channels, spatial size): how cuDNN's split-K weight-gradient workspace (tens to
+    hundreds of fp32 weight copies, estimator/data/cudnn_model_3d_h200.inc) follows each."""
+    def factors(r, b):
+        per_sample = lambda c: max(c["cin"], c["cout"]) * _prod(c["spatial"])
+        cap = lambda c: max(1, int(2 ** 26 // per_sample(c)))
+        out = {"n": [n for n in (1, 2, 4, 8, 16, 32) if n <= cap(b)],
+               "cin": [c for c in (8, 32, 128) if c * _prod(b["spatial"]) * b["n"] <= 2 ** 26],
+               "cout": [c for c in (16, 64, 256) if c * _prod(b["spatial"]) * b["n"] <= 2 ** 26]}
+        out["spatial"] = [s for s in ([4, 8, 8], [8, 16, 16], [16, 32, 32]) if max(b["cin"], b["cout"]) * _prod(s) * b["n"] <= 2 ** 26]
+        return out
+    return _one_factor_at_a_time(r, draw_conv3d, factors)
+
+
+def draw_depthwise_cudnn_1d_ofat(r):
+    """Contiguous fp16 1-D depthwise layers PyTorch sends to cuDNN, one factor at a time
+    (batch, channels, length, kernel): blind18's rnd26_27 and four traced layers took 2 to
+    11 x their input in the weight gradient, the random probes mostly none."""
+    def base(r):
+        c = draw_depthwise_cudnn(r)
+        while c["nd"] != 1:
+            c = draw_depthwise_cudnn(r)
+        return c
+    def factors(r, b):
+        fits = lambda n, ch, size: n * ch * size <= 2 ** 27
+        return {"n": [n for n in (1, 4, 16, 64) if fits(n, b["cout"], b["spatial"][0])],
+                "cin": [c for c in (32, 128, 512) if fits(b["n"], c * b["cout"] // b["cin"], b["spatial"][0])],
+                "spatial": [[s] for s in (256, 2048, 16000) if fits(b["n"], b["cout"], s) and s >= b["k"]],
+                "k": [2, 4, 7, 15]}
+    c = _one_factor_at_a_time(r, base, factors)
+    if c["groups"] != c["cin"]:  # a depthwise layer's output channels follow its input's
+        mult = c["cout"] // c["groups"]
+        c = dict(c, groups=c["cin"], cout=c["cin"] * mult)
+    c["pad"] = min(c["pad"], (c["k"] - 1) // 2)
+    return c
+
+
 def draw_tconv3d(r):
     """Transposed 3-D convolutions (dense and grouped, strided and dilated): the one class of
     3-D layer the weight-gradient bound (estimator/data/cudnn_model_3d_h200.inc) leaves out."""
@@ -221,6 +274,7 @@ def draw_conv1d_long(r):
 FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
+            "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,
             "tconv3d": draw_tconv3d, "dilated": draw_dilated,
             "conv1d-long": draw_conv1d_long}
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 23's first GPU call (issue 18): the session's fresh blind sample (blind20),
-# measured first and left unread until the session's last estimate change: 30
+# Written in session 23, which was lent no device machine (run refused twice): the next
+# session's first GPU call (issue 18). A fresh blind sample (blind20), measured first and
+# left unread until that session's last estimate change: 30
 # architectures drawn with seed 26 from timm and transformers, excluding every name a set
 # or an earlier draw holds (b1-bf16-adamw and b2-fp32-adam), the largest batch under 24 GiB
 # for twelve of them (fp16-adam, three workers so that one device-side assert loses at most
@@ -49,8 +50,14 @@ trace random:27:200 t2 b1-fp16-adam rnd27_163,rnd27_158,rnd27_24 &
 # took 4.3 x its input. Two disjoint grids, seed 41 to fit and seed 42 to check.
 for s in 41 42; do
   python3 -m validate convprobe --family depthwise-cudnn --seed $s --n 400 --kernels --deadline $dl \
-      --out /tmp/res/dwc$s.jsonl > $L/dwc$s.log 2>&1 &
+      --out /tmp/res/cp-dwc$s.jsonl > $L/cp-dwc$s.log 2>&1 &
 done
+# One factor at a time (validate/convprobe.py): dense 3-D layers (split-K weight-gradient
+# workspaces, the random sets' largest unders) and 1-D fp16 depthwise ones, each a curve.
+python3 -m validate convprobe --family conv3d-ofat --seed 43 --n 300 --kernels --deadline $dl \
+    --out /tmp/res/cp-c3o43.jsonl > $L/cp-c3o43.log 2>&1 &
+python3 -m validate convprobe --family depthwise-cudnn-1d-ofat --seed 44 --n 300 --kernels --deadline $dl \
+    --out /tmp/res/cp-dwo44.jsonl > $L/cp-dwo44.log 2>&1 &
 # Whatever still runs 90 s after the deadline is stopped, so that the files come back.
 ( sleep $((dl + 90 - $(date +%s))); pkill -f "validate (measure|matrix|maxbatch|export|convprobe)" ) &
 dog=$!
@@ -60,7 +67,7 @@ cat /tmp/res/s1.jsonl /tmp/res/s2.jsonl > $OUT/sample26-$tag.jsonl
 cp /tmp/res/r28.jsonl $OUT/random28-$tag.jsonl
 cat /tmp/res/mb1.jsonl /tmp/res/mb2.jsonl /tmp/res/mb3.jsonl > $OUT/sample26-maxbatch-$tag.jsonl
 cat /tmp/res/tr-*.jsonl > $OUT/traces40-$tag.jsonl
-cat /tmp/res/dwc41.jsonl /tmp/res/dwc42.jsonl > $OUT/convprobe-depthwise-cudnn-$tag.jsonl
+cat /tmp/res/cp-*.jsonl > $OUT/convprobe-session23-$tag.jsonl
 tar -cJf $OUT/matrix-blind20.tar.xz -C /tmp/matrix .
 tar -cJf $OUT/logs-session23.tar.xz -C /tmp logs23
 for f in $L/*.log; do echo "== $f"; tail -n 2 "$f"; done
