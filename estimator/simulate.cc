@@ -399,6 +399,8 @@ DType Builder::output_dtype(const ForwardCall& c, int o) const {
       // x += y keeps x's dtype; x + y takes the wider one.
       return written_in_place(g_, c.n, c.info) && is_floating(c.eff[0].dtype) ? c.eff[0].dtype : widest_float(c.eff, d);
     case Autocast::Keep: return (!c.eff.empty() && c.eff[0].tensor >= 0 && is_floating(c.eff[0].dtype)) ? c.eff[0].dtype : d;
+    case Autocast::Like:
+      return c.eff.size() > 1 && c.eff[1].tensor >= 0 && is_floating(c.eff[1].dtype) && is_floating(d) ? c.eff[1].dtype : d;
     case Autocast::None: return d;
   }
   return d;
@@ -425,7 +427,8 @@ void Builder::allocate_outputs(ForwardCall& c) {
       reshaped = reshape_layout(*g_.tensors[in0].shape, layout_[in0], *ot.shape);
       if (!reshaped && c.info->layout == Layout::UnitDims) reshaped = std::vector<int8_t>{-1};  // strides unknown
     }
-    const bool view = (c.info && c.info->view && in0 >= 0 && c.eff[0].block >= 0 &&
+    const bool kept = c.info && c.info->view_when_dtype_kept && j == 0 && in0 >= 0 && c.eff[0].dtype == d;
+    const bool view = ((c.info && (c.info->view || kept)) && in0 >= 0 && c.eff[0].block >= 0 &&
                        !(c.info->layout == Layout::Reshape && strided_in && !reshaped)) ||
                       (j == 0 && runs_in_place(g_, c.n, c.info, c.eff, d, facts_, info_));
     layout_[o] = reshaped ? *reshaped : output_layout(g_, c.n, o, c.info, view, in0, layout_, run_dtype_[c.outs[0]]);

@@ -282,6 +282,7 @@ std::vector<std::pair<int, int>> Builder::input_gradients(int k) {
     if (letter == 'N') continue;
     const bool param = facts_[t].kind == TensorKind::Parameter;
     const DType d = eff[i].dtype;
+    if (info && info->view_when_dtype_kept && i == 0 && out0 >= 0 && d == run_dtype_[out0]) letter = 'V';
     const bool summed = letter == 'A' && info && info->full_broadcast_grads && out0 >= 0 &&
                         g_.tensors[t].shape != g_.tensors[out0].shape;
     int gblock;

@@ -167,3 +167,40 @@ output y
   CHECK(output_bytes("scale") == 2 * 32 * 2);  // half * zero-dim fp32: half
   CHECK(output_bytes("shift") == 2 * 32 * 4);  // half + [32] fp32: fp32
 }
+
+TEST_CASE("a cast to the dtype its input already runs in is the input; CastLike takes input 1's run-time dtype") {
+  // Tensor.to(dtype) returns self when nothing changes, so a Cast of a float tensor to
+  // float allocates nothing (and its gradient passes through); x.to(y.dtype) takes y's
+  // dtype as it runs, half under autocast, not the float32 the export wrote. h is a
+  // Linear's output, [2, 16]: half 64 B, float 128 B.
+  const char* text = R"(
+opset 17
+input x float32 batch,16
+param w float32 16,16
+node memest::Linear x w -> h @fc
+node Cast h -> hf to=1 @up
+node CastLike hf h -> hb @down
+node Mul hb hb -> y @sq
+output y
+)";
+  auto forward_bytes = [&](Amp amp, const char* module) {
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    cfg.amp = amp;
+    const Analysis a = analyze_text(text, cfg);
+    const Estimate e = estimate(a, 2);
+    std::vector<int64_t> out;
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
+          a.graph.nodes[b.node].module == module) {
+        out.push_back(b.bytes.eval(e.bindings));
+      }
+    }
+    return out;
+  };
+  CHECK(forward_bytes(Amp::BF16, "up") == std::vector<int64_t>{128});
+  CHECK(forward_bytes(Amp::BF16, "down") == std::vector<int64_t>{64});
+  CHECK(forward_bytes(Amp::None, "up").empty());
+  CHECK(forward_bytes(Amp::None, "down").empty());
+}

@@ -489,9 +489,11 @@ const OpInfo kOps[] = {
     // Identity and casts.
     {.op = "Identity", .family = kFamily, .shape = identity, .grads = "V", .view = true, .note = "aliases its input"},
     {.op = "Cast", .family = kFamily, .shape = cast_rule, .autocast = Autocast::None, .grads = "A",
-     .layout = Layout::Elementwise, .note = "dtype conversion; backward casts the gradient back (a copy unless the dtype is unchanged)"},
-    {.op = "CastLike", .family = kFamily, .shape = cast_like, .autocast = Autocast::None, .grads = "AN", .layout = Layout::Elementwise,
-     .note = "Cast to input 1's dtype"},
+     .view_when_dtype_kept = true, .layout = Layout::Elementwise,
+     .note = "dtype conversion; to the dtype it has, the input itself (Tensor.to returns self)"},
+    {.op = "CastLike", .family = kFamily, .shape = cast_like, .autocast = Autocast::Like, .grads = "AN",
+     .view_when_dtype_kept = true, .layout = Layout::Elementwise,
+     .note = "Cast to input 1's dtype as it runs (half under autocast); to the dtype it has, the input itself"},
 };
 
 }  // namespace

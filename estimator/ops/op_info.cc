@@ -59,6 +59,7 @@ const char* autocast_name(Autocast a) {
     case Autocast::Lower: return "lower";
     case Autocast::Fp32: return "fp32";
     case Autocast::Widen: return "widen";
+    case Autocast::Like: return "like";
     case Autocast::WidenHalf: return "widen (fp16) / fp32 (bf16)";
     case Autocast::Promote: return "promote";
     case Autocast::None: return "--";

@@ -74,6 +74,7 @@ enum class Autocast : uint8_t {
   /// kernel for a Half input alone (SoftMax.cpp); any other input is converted first.
   WidenHalf,
   Promote,  ///< widest float dtype among inputs (add, mul, cat)
+  Like,     ///< input 1's dtype as it runs (CastLike: x.to(y.dtype), type_as)
   None,     ///< output dtype is not floating or is fixed by the op (shape ops, casts)
 };
 const char* autocast_name(Autocast a);
@@ -189,6 +190,9 @@ struct OpInfo {
   /// thread's cuBLAS workspace, then the input's; every biased layer the other way.
   bool second_grad_first = false;
   bool view = false;               ///< output 0 aliases input 0 (no allocation)
+  /// A cast returns its input when the dtype does not change (Tensor.to returns self):
+  /// output 0 aliases input 0 then, and its gradient passes through.
+  bool view_when_dtype_kept = false;
   Layout layout = Layout::Fresh;   ///< output layout (see Layout)
   /// Inputs of rank >= 3 that are not contiguous are copied first (batched matmul
   /// folds batch dims with reshape), and the copy is what backward keeps.
