@@ -139,6 +139,7 @@ struct PyStatement {
   std::vector<int> targets;  ///< the local names it assigns (PySource::names ids)
   bool binds = false;        ///< assigns to local names only (not self.x, x[i] or nothing)
   char augmented = 0;        ///< '+' for "x += y" (an in-place op on x), ... ; 0 for "x = y"
+  std::string code;          ///< the statement's source line, trimmed
 };
 struct PyFrame {
   int statement;  ///< PySource::statements id: the statement this frame is running

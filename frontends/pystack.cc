@@ -145,6 +145,7 @@ int PyStackReader::statement(std::string_view file, std::string_view line, std::
     const Assignment a = assigned_names(code);
     s.binds = a.binds;
     s.augmented = a.augmented;
+    s.code = std::string(trim(code));
     for (const std::string& n : a.names) s.targets.push_back(name(n));
     out_.statements.push_back(std::move(s));
   }

@@ -1,0 +1,165 @@
+// transformers' RMSNorm casts, put back (norm_casts.h).
+//
+// The code (modeling_llama.py LlamaRMSNorm.forward; Qwen3, OLMo2, Mistral and the rest
+// copy it):
+//     input_dtype = hidden_states.dtype
+//     hidden_states = hidden_states.to(torch.float32)
+//     variance = hidden_states.pow(2).mean(-1, keepdim=True)
+//     hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+//     return self.weight * hidden_states.to(input_dtype)
+// PyTorch keeps the float32 copy (pow's and the product's backward), rstd, and the rows
+// cast back (the weight's gradient); the output is float32 (a float32 weight times half
+// rows). The export keeps Pow(x) ... Mul(x, rstd) -> Mul(weight, .). Measured under bf16
+// autocast, run as exported: sh_qwen3_cls +2.5%, sh_olmo2_cls +2.5%, sh_olmo2_lm and
+// sh_olmo3_lm +0.9%, sh_exaone4_lm +1.9% (q_norm and k_norm read q_proj's bf16 output),
+// every one of them within 0.1% in float32.
+#include "estimator/norm_casts.h"
+
+#include <string>
+#include <vector>
+
+namespace memest {
+namespace {
+
+// The one live node reading tensor t (consumer links as the reader made them), or -1.
+int sole_reader(const Graph& g, int t) {
+  if (t < 0 || g.tensors[t].graph_output || g.tensors[t].consumers.size() != 1) return -1;
+  const int c = g.tensors[t].consumers[0];
+  return g.nodes[c].dead ? -1 : c;
+}
+
+// The node making t when it is a live `op`, else -1.
+int made_by(const Graph& g, int t, std::string_view op) {
+  const int p = t >= 0 ? g.tensors[t].producer : -1;
+  return p >= 0 && !g.nodes[p].dead && g.nodes[p].op == op ? p : -1;
+}
+
+bool is_two(const Graph& g, int t) {
+  if (t < 0) return false;
+  const Tensor& c = g.tensors[t];
+  if (c.fvalue && c.fvalue->size() == 1) return (*c.fvalue)[0] == 2.0;
+  if (c.value && c.value->size() == 1) return (*c.value)[0] == Expr(2);
+  return false;
+}
+
+// The source line of the statement node n was traced in ("" without a trace).
+const std::string& statement_code(const Graph& g, const Node& n) {
+  static const std::string kNone;
+  if (n.py_stack < 0) return kNone;
+  const std::vector<PyFrame>& stack = g.python.stacks[static_cast<size_t>(n.py_stack)];
+  if (stack.empty()) return kNone;
+  return g.python.statements[static_cast<size_t>(stack.back().statement)].code;
+}
+
+// Where the weight's statement casts back: 'o' on an operand (`weight * x.to(input_dtype)`),
+// 'p' on the product (`(weight * x).to(input_dtype)`), 0 when it does not.
+char cast_back(const std::string& code) {
+  const size_t at = code.find(".to(");
+  if (at == std::string::npos || at == 0) return 0;
+  return code[at - 1] == ')' ? 'p' : 'o';
+}
+
+struct Norm {
+  int pow, scale, weight_mul, x;
+  char back;
+};
+
+// The norm whose weight's Mul is node k: Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt ->
+// Reciprocal -> Mul(x, rstd) -> Mul(weight, .), each step read once, none of it from
+// F.rms_norm (fuse.cc fuses that call as one kernel).
+std::optional<Norm> norm_at(const Graph& g, int k) {
+  const Node& wm = g.nodes[k];
+  if (wm.dead || wm.op != "Mul" || wm.inputs.size() != 2) return std::nullopt;
+  const char back = cast_back(statement_code(g, wm));
+  if (back == 0) return std::nullopt;
+  const int w = g.tensors[wm.inputs[0]].kind == TensorKind::Parameter ? 0 : 1;
+  if (wm.inputs[w] < 0 || g.tensors[wm.inputs[w]].kind != TensorKind::Parameter) return std::nullopt;
+  const int scale = made_by(g, wm.inputs[1 - w], "Mul");
+  if (scale < 0 || sole_reader(g, wm.inputs[1 - w]) != k) return std::nullopt;
+  const Node& sm = g.nodes[scale];
+  if (sm.inputs.size() != 2) return std::nullopt;
+  for (int r = 0; r < 2; ++r) {
+    const int rec = made_by(g, sm.inputs[r], "Reciprocal");
+    const int sqrt = rec >= 0 ? made_by(g, g.nodes[rec].inputs[0], "Sqrt") : -1;
+    const int add = sqrt >= 0 ? made_by(g, g.nodes[sqrt].inputs[0], "Add") : -1;
+    if (add < 0 || sole_reader(g, sm.inputs[r]) != scale) continue;
+    int mean = -1;
+    for (int in : g.nodes[add].inputs) mean = mean >= 0 ? mean : made_by(g, in, "ReduceMean");
+    const int pow = mean >= 0 ? made_by(g, g.nodes[mean].inputs[0], "Pow") : -1;
+    if (pow < 0 || g.nodes[pow].inputs.size() != 2 || !is_two(g, g.nodes[pow].inputs[1])) continue;
+    const int x = g.nodes[pow].inputs[0];
+    if (x != sm.inputs[1 - r] || g.nodes[pow].attr_int("from_rms_norm", 0) == 1) continue;
+    return Norm{pow, scale, k, x, back};
+  }
+  return std::nullopt;
+}
+
+Node cast_node(const Graph& g, const Node& like, const std::string& name, std::vector<int> inputs, int output) {
+  Node n;
+  n.op = inputs.size() == 1 ? "Cast" : "CastLike";
+  n.name = name;
+  n.module = like.module;
+  n.py_stack = like.py_stack;
+  n.autocast_off = like.autocast_off;
+  n.keeps_locals = like.keeps_locals;
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  if (n.op == "Cast") {
+    Attribute to;
+    to.i = 1;  // TensorProto.FLOAT
+    n.attrs.emplace("to", std::move(to));
+  }
+  (void)g;
+  return n;
+}
+
+}  // namespace
+
+int restore_norm_casts(Graph& g) {
+  if (g.python.empty()) return 0;
+  std::vector<Norm> norms;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (auto m = norm_at(g, static_cast<int>(k))) norms.push_back(*m);
+  }
+  if (norms.empty()) return 0;
+  // The new nodes go just before the node that first reads them; the sort pass orders
+  // the graph after this one anyway.
+  std::vector<std::vector<Node>> before(g.nodes.size()), after(g.nodes.size());
+  for (const Norm& m : norms) {
+    const std::string base = std::string(g.nodes[m.pow].name.view());
+    const int up = g.new_tensor(base + "_x_float");
+    g.tensors[up].dtype = DType::F32;
+    before[static_cast<size_t>(m.pow)].push_back(cast_node(g, g.nodes[m.pow], base + "_upcast", {m.x}, up));
+    for (int* in : {&g.nodes[m.pow].inputs[0], &g.nodes[m.scale].inputs[0], &g.nodes[m.scale].inputs[1]}) {
+      if (*in == m.x) *in = up;
+    }
+    Node& wm = g.nodes[m.weight_mul];
+    if (m.back == 'o') {  // weight * rows.to(input_dtype)
+      const int rows = g.nodes[m.scale].outputs[0];
+      const int down = g.new_tensor(base + "_rows_cast_back");
+      g.tensors[down].dtype = g.tensors[m.x].dtype;
+      for (int& in : wm.inputs) {
+        if (in == rows) in = down;
+      }
+      before[static_cast<size_t>(m.weight_mul)].push_back(cast_node(g, wm, base + "_cast_back", {rows, m.x}, down));
+    } else {  // (weight * rows).to(input_dtype)
+      const int out = wm.outputs[0];
+      const int product = g.new_tensor(base + "_product");
+      g.tensors[product].dtype = g.tensors[out].dtype;
+      wm.outputs[0] = product;
+      after[static_cast<size_t>(m.weight_mul)].push_back(cast_node(g, wm, base + "_cast_back", {product, m.x}, out));
+    }
+  }
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size() + 2 * norms.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (Node& n : before[k]) nodes.push_back(std::move(n));
+    nodes.push_back(std::move(g.nodes[k]));
+    for (Node& n : after[k]) nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  g.relink();
+  return static_cast<int>(norms.size());
+}
+
+}  // namespace memest
