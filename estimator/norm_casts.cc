@@ -16,6 +16,7 @@
 #include "estimator/norm_casts.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memest {
@@ -51,11 +52,15 @@ const std::string& statement_code(const Graph& g, const Node& n) {
   return g.python.statements[static_cast<size_t>(stack.back().statement)].code;
 }
 
-// Where the weight's statement casts back: 'o' on an operand (`weight * x.to(input_dtype)`),
-// 'p' on the product (`(weight * x).to(input_dtype)`), 0 when it does not.
+// Where the weight's statement casts back, by its last `.to(`: 'o' on an operand (`weight *
+// x.to(input_dtype)`), 'p' on the product (`(weight * x).to(input_dtype)`; Helium's
+// `(self.weight.to(torch.float32) * x).to(input_dtype)`), 0 when it does not. A cast to
+// float32 is an upcast, not the cast back to the input's dtype.
 char cast_back(const std::string& code) {
-  const size_t at = code.find(".to(");
+  const size_t at = code.rfind(".to(");
   if (at == std::string::npos || at == 0) return 0;
+  const std::string_view arg = std::string_view(code).substr(at + 4, code.find(')', at) - at - 4);
+  if (arg.find("float32") != std::string_view::npos || arg == "torch.float") return 0;
   return code[at - 1] == ')' ? 'p' : 'o';
 }
 

@@ -119,6 +119,15 @@ TEST_CASE("norm casts: `(weight * x).to(input_dtype)` casts the product back") {
   CHECK(made(g, g.tensors[out->inputs[0]].name.c_str())->op == "Mul");
 }
 
+TEST_CASE("norm casts: the last `.to(` of the weight's statement decides, and an upcast is none") {
+  // Helium: (self.weight.to(torch.float32) * hidden_states).to(input_dtype) casts the product.
+  Graph g = q_norm("return (self.weight.to(torch.float32) * hidden_states).to(input_dtype)");
+  REQUIRE(restore_norm_casts(g) == 1);
+  CHECK(made(g, "y")->op == "CastLike");
+  Graph h = q_norm("hidden_states = self.weight.to(torch.float32) * hidden_states");
+  CHECK(restore_norm_casts(h) == 0);
+}
+
 TEST_CASE("norm casts: no cast back in the weight's statement, or no trace, leaves the graph") {
   Graph g = q_norm("return self.weight * hidden_states");
   CHECK(restore_norm_casts(g) == 0);
