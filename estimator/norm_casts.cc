@@ -15,6 +15,7 @@
 // every one of them within 0.1% in float32.
 #include "estimator/norm_casts.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,7 +100,7 @@ std::optional<Norm> norm_at(const Graph& g, int k) {
   return std::nullopt;
 }
 
-Node cast_node(const Graph& g, const Node& like, const std::string& name, std::vector<int> inputs, int output) {
+Node cast_node(const Node& like, const std::string& name, std::vector<int> inputs, int output) {
   Node n;
   n.op = inputs.size() == 1 ? "Cast" : "CastLike";
   n.name = name;
@@ -114,7 +115,6 @@ Node cast_node(const Graph& g, const Node& like, const std::string& name, std::v
     to.i = 1;  // TensorProto.FLOAT
     n.attrs.emplace("to", std::move(to));
   }
-  (void)g;
   return n;
 }
 
@@ -134,7 +134,7 @@ int restore_norm_casts(Graph& g) {
     const std::string base = std::string(g.nodes[m.pow].name.view());
     const int up = g.new_tensor(base + "_x_float");
     g.tensors[up].dtype = DType::F32;
-    before[static_cast<size_t>(m.pow)].push_back(cast_node(g, g.nodes[m.pow], base + "_upcast", {m.x}, up));
+    before[static_cast<size_t>(m.pow)].push_back(cast_node(g.nodes[m.pow], base + "_upcast", {m.x}, up));
     for (int* in : {&g.nodes[m.pow].inputs[0], &g.nodes[m.scale].inputs[0], &g.nodes[m.scale].inputs[1]}) {
       if (*in == m.x) *in = up;
     }
@@ -146,13 +146,13 @@ int restore_norm_casts(Graph& g) {
       for (int& in : wm.inputs) {
         if (in == rows) in = down;
       }
-      before[static_cast<size_t>(m.weight_mul)].push_back(cast_node(g, wm, base + "_cast_back", {rows, m.x}, down));
+      before[static_cast<size_t>(m.weight_mul)].push_back(cast_node(wm, base + "_cast_back", {rows, m.x}, down));
     } else {  // (weight * rows).to(input_dtype)
       const int out = wm.outputs[0];
       const int product = g.new_tensor(base + "_product");
       g.tensors[product].dtype = g.tensors[out].dtype;
       wm.outputs[0] = product;
-      after[static_cast<size_t>(m.weight_mul)].push_back(cast_node(g, wm, base + "_cast_back", {product, m.x}, out));
+      after[static_cast<size_t>(m.weight_mul)].push_back(cast_node(wm, base + "_cast_back", {product, m.x}, out));
     }
   }
   std::vector<Node> nodes;
