@@ -6,6 +6,7 @@
 #include "estimator/analysis.h"
 #include "estimator/norm_casts.h"
 #include "frontends/text_reader.h"
+#include "tests/simulate_test_util.h"
 
 using namespace memest;
 
@@ -54,16 +55,9 @@ std::vector<int64_t> norm_forward(Graph g, Amp amp) {
   o.train.loss = Loss::Sum;
   o.train.amp = amp;
   const Analysis a = analyze(std::move(g), o);
-  const Estimate e = estimate(a, 2);
-  std::vector<int64_t> out;
-  for (const Event& ev : a.program.events) {
-    const Block& b = a.program.blocks[ev.block];
-    if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
-        a.graph.nodes[b.node].module == "attn.q_norm" && b.category == Category::Activations) {
-      out.push_back(b.bytes.eval(e.bindings));
-    }
-  }
-  return out;
+  return testing::allocated_bytes(a, estimate(a, 2), Phase::Forward, [](const Node& n, const Block& b) {
+    return n.module == "attn.q_norm" && b.category == Category::Activations;
+  });
 }
 
 // Bytes the first iteration's forward allocated in the attention (q_proj and q_norm) that

@@ -188,16 +188,7 @@ output y
     cfg.loss = Loss::Sum;
     cfg.amp = amp;
     const Analysis a = analyze_text(text, cfg);
-    const Estimate e = estimate(a, 2);
-    std::vector<int64_t> out;
-    for (const Event& ev : a.program.events) {
-      const Block& b = a.program.blocks[ev.block];
-      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
-          a.graph.nodes[b.node].module == module) {
-        out.push_back(b.bytes.eval(e.bindings));
-      }
-    }
-    return out;
+    return allocated_bytes(a, estimate(a, 2), Phase::Forward, [&](const Node& n, const Block&) { return n.module == module; });
   };
   CHECK(forward_bytes(Amp::BF16, "up") == std::vector<int64_t>{128});
   CHECK(forward_bytes(Amp::BF16, "down") == std::vector<int64_t>{64});
