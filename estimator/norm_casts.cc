@@ -66,9 +66,36 @@ char cast_back(const std::string& code) {
   return code[at - 1] == ')' ? 'p' : 'o';
 }
 
+// Gemma's RMSNorm normalises `x.float()`, its argument cast by the statement that calls
+// the norm (`output = self._norm(x.float())`, the Pow's own frame or its caller's), and
+// casts back with `return output.type_as(x)`, a statement that makes no node: the
+// exporter names the weight's product after that call (`type_as_1`).
+bool upcast_by_caller(const Graph& g, const Node& n) {
+  if (n.py_stack < 0) return false;
+  const std::vector<PyFrame>& stack = g.python.stacks[static_cast<size_t>(n.py_stack)];
+  for (size_t up = 1; up <= 2 && up <= stack.size(); ++up) {
+    const std::string& code = g.python.statements[static_cast<size_t>(stack[stack.size() - up].statement)].code;
+    if (code.find(".float())") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A weight the rows are scaled by: a parameter, or Gemma's `1.0 + self.weight` (an Add
+// of a parameter and a constant).
+bool scales_by_weight(const Graph& g, int t) {
+  if (t < 0) return false;
+  if (g.tensors[t].kind == TensorKind::Parameter) return true;
+  const int add = made_by(g, t, "Add");
+  if (add < 0 || g.nodes[add].inputs.size() != 2) return false;
+  const int a = g.nodes[add].inputs[0], b = g.nodes[add].inputs[1];
+  auto param = [&](int u) { return u >= 0 && g.tensors[u].kind == TensorKind::Parameter; };
+  auto constant = [&](int u) { return u >= 0 && (g.tensors[u].fvalue || g.tensors[u].value); };
+  return (param(a) && constant(b)) || (param(b) && constant(a));
+}
+
 struct Norm {
   int pow, scale, weight_mul, x;
-  char back;
+  char back;  ///< where the cast back is: 'o' operand, 'p' product, 'u' none (upcast only)
 };
 
 // The norm whose weight's Mul is node k: Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt ->
@@ -77,10 +104,8 @@ struct Norm {
 std::optional<Norm> norm_at(const Graph& g, int k) {
   const Node& wm = g.nodes[k];
   if (wm.dead || wm.op != "Mul" || wm.inputs.size() != 2) return std::nullopt;
-  const char back = cast_back(statement_code(g, wm));
-  if (back == 0) return std::nullopt;
-  const int w = g.tensors[wm.inputs[0]].kind == TensorKind::Parameter ? 0 : 1;
-  if (wm.inputs[w] < 0 || g.tensors[wm.inputs[w]].kind != TensorKind::Parameter) return std::nullopt;
+  const int w = scales_by_weight(g, wm.inputs[0]) ? 0 : 1;
+  if (!scales_by_weight(g, wm.inputs[w])) return std::nullopt;
   const int scale = made_by(g, wm.inputs[1 - w], "Mul");
   if (scale < 0 || sole_reader(g, wm.inputs[1 - w]) != k) return std::nullopt;
   const Node& sm = g.nodes[scale];
@@ -96,6 +121,11 @@ std::optional<Norm> norm_at(const Graph& g, int k) {
     if (pow < 0 || g.nodes[pow].inputs.size() != 2 || !is_two(g, g.nodes[pow].inputs[1])) continue;
     const int x = g.nodes[pow].inputs[0];
     if (x != sm.inputs[1 - r] || g.nodes[pow].attr_int("from_rms_norm", 0) == 1) continue;
+    char back = cast_back(statement_code(g, wm));
+    if (back == 0 && upcast_by_caller(g, g.nodes[pow])) {
+      back = std::string_view(g.tensors[wm.outputs[0]].name).starts_with("type_as") ? 'p' : 'u';
+    }
+    if (back == 0) return std::nullopt;
     return Norm{pow, scale, k, x, back};
   }
   return std::nullopt;
@@ -140,6 +170,7 @@ int restore_norm_casts(Graph& g) {
       if (*in == m.x) *in = up;
     }
     Node& wm = g.nodes[m.weight_mul];
+    if (m.back == 'u') continue;  // the upcast alone (Gemma's)
     if (m.back == 'o') {  // weight * rows.to(input_dtype)
       const int rows = g.nodes[m.scale].outputs[0];
       const int down = g.new_tensor(base + "_rows_cast_back");

@@ -153,3 +153,33 @@ TEST_CASE("norm casts: under bf16 autograd keeps the float copy and the half row
   CHECK(kept_for_backward(q_norm("return self.weight * hidden_states"), Amp::BF16) == 400);
   CHECK(kept_for_backward(q_norm("return self.weight * hidden_states.to(input_dtype)"), Amp::BF16) == 272);
 }
+
+TEST_CASE("norm casts: Gemma's `self._norm(x.float())` upcasts, and its `type_as` product casts back") {
+  // Gemma's RMSNorm: `output = self._norm(x.float())`, then `output = output * (1.0 +
+  // self.weight.float())`, then `return output.type_as(x)`, a statement with no node of
+  // its own; the exporter names the weight's product `type_as_1`.
+  Graph g = q_norm("output = output * (1.0 + self.weight.float())");
+  g.python.statements[0].code = "output = self._norm(x.float())";
+  // The product is `y` here: the upcast is put back, no cast back (none is seen).
+  REQUIRE(restore_norm_casts(g) == 1);
+  CHECK(made(g, g.tensors[made(g, "p")->inputs[0]].name.c_str())->op == "Cast");
+  CHECK(made(g, "y")->op == "Mul");
+  Graph h = q_norm("output = output * (1.0 + self.weight.float())");
+  h.python.statements[0].code = "output = self._norm(x.float())";
+  // What the exporter calls the product, as in the Gemma2 export.
+  const int y = h.find_tensor("y");
+  const int renamed = h.new_tensor("type_as_1");
+  for (Node& n : h.nodes) {
+    for (int& o : n.outputs) o = o == y ? renamed : o;
+  }
+  h.outputs = {renamed};
+  h.tensors[renamed].graph_output = true;
+  h.tensors[y].graph_output = false;
+  h.relink();
+  REQUIRE(restore_norm_casts(h) == 1);
+  const Node* out = made(h, "type_as_1");
+  REQUIRE(out);
+  CHECK(out->op == "CastLike");
+  // The upcast: the Pow reads a float copy of q.
+  CHECK(made(h, h.tensors[made(h, "p")->inputs[0]].name.c_str())->op == "Cast");
+}
