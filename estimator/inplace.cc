@@ -29,10 +29,8 @@ bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<
 
 bool written_in_place(const Graph& g, const Node& n, const OpInfo* info) {
   if (!info || info->augmented == 0 || n.py_stack < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
-  const std::vector<PyFrame>& stack = g.python.stacks[static_cast<size_t>(n.py_stack)];
-  if (stack.empty() || g.python.statements[static_cast<size_t>(stack.back().statement)].augmented != info->augmented) {
-    return false;
-  }
+  const PyStatement* statement = g.python.statement_of(n.py_stack);
+  if (!statement || statement->augmented != info->augmented) return false;
   for (int c : g.tensors[n.outputs[0]].consumers) {
     if (g.nodes[c].py_stack == n.py_stack) return false;
   }

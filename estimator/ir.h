@@ -156,6 +156,14 @@ struct PySource {
   std::vector<std::vector<PyFrame>> stacks;  ///< outermost frame first
   std::vector<std::string> names;
   bool empty() const { return stacks.empty(); }
+  /// The statement `up` frames out from the innermost of stack `stack` (0: the innermost),
+  /// or nullptr when there is no such frame (no trace: `stack` < 0).
+  const PyStatement* statement_of(int stack, size_t up = 0) const {
+    if (stack < 0 || static_cast<size_t>(stack) >= stacks.size()) return nullptr;
+    const std::vector<PyFrame>& frames = stacks[static_cast<size_t>(stack)];
+    if (up >= frames.size()) return nullptr;
+    return &statements[static_cast<size_t>(frames[frames.size() - 1 - up].statement)];
+  }
 };
 
 struct Node {

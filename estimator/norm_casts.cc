@@ -48,10 +48,8 @@ bool is_two(const Graph& g, int t) {
 // The source line of the statement node n was traced in ("" without a trace).
 const std::string& statement_code(const Graph& g, const Node& n) {
   static const std::string kNone;
-  if (n.py_stack < 0) return kNone;
-  const std::vector<PyFrame>& stack = g.python.stacks[static_cast<size_t>(n.py_stack)];
-  if (stack.empty()) return kNone;
-  return g.python.statements[static_cast<size_t>(stack.back().statement)].code;
+  const PyStatement* s = g.python.statement_of(n.py_stack);
+  return s ? s->code : kNone;
 }
 
 // Where the weight's statement casts back, by its last `.to(`: 'o' on an operand (`weight *
@@ -71,11 +69,9 @@ char cast_back(const std::string& code) {
 // casts back with `return output.type_as(x)`, a statement that makes no node: the
 // exporter names the weight's product after that call (`type_as_1`).
 bool upcast_by_caller(const Graph& g, const Node& n) {
-  if (n.py_stack < 0) return false;
-  const std::vector<PyFrame>& stack = g.python.stacks[static_cast<size_t>(n.py_stack)];
-  for (size_t up = 1; up <= 2 && up <= stack.size(); ++up) {
-    const std::string& code = g.python.statements[static_cast<size_t>(stack[stack.size() - up].statement)].code;
-    if (code.find(".float())") != std::string::npos) return true;
+  for (size_t up = 0; up < 2; ++up) {
+    const PyStatement* s = g.python.statement_of(n.py_stack, up);
+    if (s && s->code.find(".float())") != std::string::npos) return true;
   }
   return false;
 }
