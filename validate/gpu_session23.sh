@@ -58,8 +58,20 @@ python3 -m validate convprobe --family conv3d-ofat --seed 43 --n 300 --kernels -
     --out /tmp/res/cp-c3o43.jsonl > $L/cp-c3o43.log 2>&1 &
 python3 -m validate convprobe --family depthwise-cudnn-1d-ofat --seed 44 --n 300 --kernels --deadline $dl \
     --out /tmp/res/cp-dwo44.jsonl > $L/cp-dwo44.log 2>&1 &
+# lmtrace (added in session 24, also lent no device): whole allocation sequences of small-
+# vocabulary LMs at the batches where memest's largest batch is over (sh_llama_lm +19.8%:
+# the GPU ran 1237 and failed at 1238 with 4.73 GiB reserved but unallocated; sh_mistral_lm
+# +10.2%) and of one it gets right (sh_olmo3_lm), uncapped and under the 24 GiB cap. With
+# allocated peaks exact and the allocator model reproducing measured sequences, the
+# difference is in memest's request sequence near the multi-GB logits: these say where.
+python3 -m validate kernels --parts cases --deadline $dl --out /tmp/res/lm-free.jsonl \
+    --cases sh_llama_lm/bs1024-fp16-adam,sh_llama_lm/bs1237-fp16-adam,sh_mistral_lm/bs1345-fp16-adam,sh_olmo3_lm/bs1399-fp16-adam \
+    > $L/lm-free.log 2>&1 &
+python3 -m validate kernels --parts cases --deadline $dl --budget 24GiB --out /tmp/res/lm-cap.jsonl \
+    --cases sh_llama_lm/bs1237-fp16-adam,sh_llama_lm/bs1238-fp16-adam,sh_mistral_lm/bs1346-fp16-adam \
+    > $L/lm-cap.log 2>&1 &
 # Whatever still runs 90 s after the deadline is stopped, so that the files come back.
-( sleep $((dl + 90 - $(date +%s))); pkill -f "validate (measure|matrix|maxbatch|export|convprobe)" ) &
+( sleep $((dl + 90 - $(date +%s))); pkill -f "validate (measure|matrix|maxbatch|export|convprobe|kernels)" ) &
 dog=$!
 wait $(jobs -p | grep -v "^$dog$")
 kill $dog 2>/dev/null
@@ -68,6 +80,7 @@ cp /tmp/res/r28.jsonl $OUT/random28-$tag.jsonl
 cat /tmp/res/mb1.jsonl /tmp/res/mb2.jsonl /tmp/res/mb3.jsonl > $OUT/sample26-maxbatch-$tag.jsonl
 cat /tmp/res/tr-*.jsonl > $OUT/traces40-$tag.jsonl
 cat /tmp/res/cp-*.jsonl > $OUT/convprobe-session23-$tag.jsonl
+cat /tmp/res/lm-free.jsonl /tmp/res/lm-cap.jsonl > $OUT/lmtrace-$tag.jsonl
 tar -cJf $OUT/matrix-blind20.tar.xz -C /tmp/matrix .
 tar -cJf $OUT/logs-session23.tar.xz -C /tmp logs23
 for f in $L/*.log; do echo "== $f"; tail -n 2 "$f"; done
