@@ -7,8 +7,9 @@ namespace memest {
 
 bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out,
                    std::span<const TensorFacts> facts, std::span<const OpInfo* const> infos) {
-  if (!info || !(info->inplace || info->inplace_when_owned)) return false;
   if (eff.empty() || eff[0].cast || eff[0].block < 0 || eff[0].dtype != out) return false;
+  if (updates_in_place(g, n, info)) return true;
+  if (!info || !(info->inplace || info->inplace_when_owned)) return false;
   const TensorFacts& in = facts[eff[0].tensor];
   if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
   if (n.attr_int("inplace", 0) == 1) return true;
@@ -25,6 +26,18 @@ bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<
   }
   return info->inplace ||
          (std::string_view(made_by->family) == "norm" && is_child_module(n.module, producer_module));
+}
+
+// x += y and x -= y: Tensor.__iadd__ / __isub__ call add_ / sub_, which write into x's
+// storage (x keeps its shape: an in-place op cannot broadcast its self). Their gradients
+// read neither operand, so autograd saves nothing the update overwrites (x *= y, x /= y
+// need x's old value, which autograd would copy first: they stay out of place here).
+bool updates_in_place(const Graph& g, const Node& n, const OpInfo* info) {
+  if (!info || (info->augmented != '+' && info->augmented != '-') || !written_in_place(g, n, info)) return false;
+  if (n.inputs.empty() || n.inputs[0] < 0) return false;
+  const auto& in = g.tensors[n.inputs[0]].shape;
+  const auto& out = g.tensors[n.outputs[0]].shape;
+  return in && out && *in == *out;
 }
 
 bool written_in_place(const Graph& g, const Node& n, const OpInfo* info) {

@@ -11,13 +11,17 @@
 namespace memest {
 
 /// Whether node `n` (op `info`) writes its output over its input 0, in the same dtype:
-/// an in-place activation (OpInfo::inplace, or inplace_when_owned inside the norm module
+/// `x += y` (updates_in_place), or an in-place activation (OpInfo::inplace, or inplace_when_owned inside the norm module
 /// that made its input) whose input only it reads, made by an op that never reads its own
 /// output (OpInfo::overwritable_output). A frontend that knows (TorchScript's relu_) says
 /// so with the attribute inplace=1. `eff` are the inputs as the op sees them, `out` the
 /// output's run dtype, `facts` and `infos` the simulator's per-tensor facts and per-node ops.
 bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out,
                    std::span<const TensorFacts> facts, std::span<const OpInfo* const> infos);
+
+/// Whether node `n` is `x += y` or `x -= y` (written_in_place) with x's shape: add_ and
+/// sub_ write into x's block, and their gradients read neither operand.
+bool updates_in_place(const Graph& g, const Node& n, const OpInfo* info);
 
 /// Whether node `n` is the op of a Python augmented assignment that updates its input 0
 /// (OpInfo::augmented: `x += y` for Add), as a dynamo export's stack trace shows: its

@@ -173,3 +173,59 @@ output r
   g.nodes[1].py_stack = -1;  // no stack trace (a legacy export): x + y
   CHECK_FALSE(written_in_place(g, g.nodes[1], g.nodes[1].info));
 }
+
+TEST_CASE("x += y writes into x's block; x *= y and a broadcasting x += y allocate") {
+  // Tensor.__iadd__ calls add_: the sum lands in x's storage. traces8's resnet18
+  // b2-fp32-adamw (torchvision's `out += identity`): after each block's second batch norm
+  // the next allocation is the next convolution's output, never a 205.5 MB sum. Add's and
+  // Sub's gradients read neither operand. x *= y needs x's old value for y's gradient, and
+  // an in-place op cannot broadcast its self: those two stay as written (a new block).
+  Graph g = read_text_graph(R"(
+opset 17
+input x float32 batch,8
+input y float32 batch,8
+input v float32 8
+param w float32 8,8
+node MatMul x w -> h @blk.fc
+node Add h y -> s @blk
+node Sub s y -> d @blk
+node Mul d y -> m @blk
+node MatMul v w -> hv @blk.fc2
+node Add hv y -> b @blk
+node Add m b -> out @tail
+output out
+)");
+  g.relink();
+  g.python.statements = {{"blk.py:1", {0}, true, '+'}, {"blk.py:2", {0}, true, '-'}, {"blk.py:3", {0}, true, '*'},
+                         {"blk.py:4", {0}, true, 0}};
+  g.python.names = {"h"};
+  g.python.stacks = {{{0, 0}}, {{1, 0}}, {{2, 0}}, {{3, 0}}};
+  g.nodes[1].py_stack = 0;  // h += y
+  g.nodes[2].py_stack = 1;  // h -= y
+  g.nodes[3].py_stack = 2;  // h *= y
+  g.nodes[5].py_stack = 0;  // hv += y, hv [8] and y [batch, 8]: torch refuses in place
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  const Analysis a = analyze(std::move(g), o);
+  auto allocated_by = [&](const char* name) {
+    int count = 0;
+    for (const Block& b : a.program.blocks) {
+      count += b.node >= 0 && b.category == Category::Activations && a.graph.nodes[b.node].outputs[0] >= 0 &&
+               a.graph.tensors[a.graph.nodes[b.node].outputs[0]].name == name;
+    }
+    return count;
+  };
+  CHECK(allocated_by("h") == 3);  // the matmul's output, one per iteration
+  CHECK(allocated_by("s") == 0);  // h += y: into h
+  CHECK(allocated_by("d") == 0);  // h -= y: into h
+  CHECK(allocated_by("m") == 3);  // h *= y: a new block
+  CHECK(allocated_by("b") == 3);  // broadcast: a new [batch, 8] block
+  // The first forward's outputs at batch 4, in order: h (4 x 8 fp32 = 128 B), the one
+  // block of h, s and d; m (128 B); hv (32 B); b (128 B); out (128 B); the loss (4 B).
+  // Written x = x + y and x = x - y, s and d would be two more 128-byte blocks.
+  const Estimate e = estimate(a, 4);
+  const auto fwd = allocated_bytes(a, e, Phase::Forward, [](const Node&, const Block& b) {
+    return b.category == Category::Activations;
+  });
+  CHECK(fwd == std::vector<int64_t>{128, 128, 32, 128, 128, 4});
+}
