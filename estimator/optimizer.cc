@@ -27,10 +27,12 @@ void optimizer_step(StepMemory& mem, const TrainConfig& cfg, bool first_step, co
     }
   }
   if (adam && cfg.foreach) {
-    // _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), one per parameter.
+    // _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), one per parameter,
+    // a Python list that goes when the function returns: CPython's list_dealloc drops its items
+    // last first (traces8 resnet18 b2-fp32-adamw: fc's 2.0 MB goes first, layer3.0.conv1's last).
     std::vector<int> tmp;
     for (const Expr& bytes : state_bytes) tmp.push_back(mem.allocate(bytes, Category::Temporaries, -1));
-    for (int b : tmp) mem.release(b);
+    for (auto b = tmp.rbegin(); b != tmp.rend(); ++b) mem.release(*b);
   }
   if (found_inf >= 0) mem.release(found_inf);
 }
