@@ -150,6 +150,9 @@ class Builder : public StepMemory {
   void grad_format_copy(int k);
 
   void step();
+  /// param_grads_ in model.parameters() order (torch_parameter_order): the order in which
+  /// the optimizer makes its state and zero_grad lets the gradients go.
+  std::vector<std::pair<int, int>> grads_in_parameter_order() const;
 
   Expr state_bytes(int p) const;
 
@@ -192,6 +195,7 @@ class Builder : public StepMemory {
   std::vector<bool> recomputed_ = std::vector<bool>(g_.nodes.size(), false);
   std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
   std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
+  std::vector<int> param_rank_;                    // per tensor: torch_parameter_order's rank, or -1
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<int> frame_release_;             // per tensor: frames.h
   std::vector<std::vector<int>> frame_held_;   // per node: blocks its frames let go after it
