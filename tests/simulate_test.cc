@@ -777,3 +777,30 @@ TEST_CASE("cross_entropy under fp16 autocast: log_softmax in half, nll_loss on a
   // fp32: log_softmax 160; nll_loss: the loss 4, total_weight 4.
   CHECK(loss_blocks(Amp::None) == std::vector<int64_t>{160, 4, 4});
 }
+
+TEST_CASE("Adam makes its state, its sqrt temporaries and zero_grad frees gradients in parameter order") {
+  // torch.optim walks model.parameters(): fc1.weight, fc1.bias, fc2.weight, fc2.bias here
+  // (first use), while backward makes fc2's gradients first. The foreach sqrt list dies
+  // last item first. Sizes at batch 32, in bytes before rounding: fc1.weight 32,768,
+  // fc1.bias 512, fc2.weight 5,120, fc2.bias 40.
+  TrainConfig cfg;
+  cfg.optim = Optim::Adam;
+  const Analysis a = analyze_text(kMlp, cfg);
+  const Estimate e = estimate(a, 32);
+  std::vector<int64_t> states, sqrt_alloc, sqrt_free, grads_freed;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    const int64_t bytes = b.bytes.eval(e.bindings);
+    if (ev.iter == 0 && ev.phase == Phase::Optimizer && b.category == Category::OptimizerState) {
+      states.push_back(bytes);
+    } else if (ev.iter == 0 && ev.phase == Phase::Optimizer && b.category == Category::Temporaries) {
+      (ev.kind == Event::Alloc ? sqrt_alloc : sqrt_free).push_back(bytes);
+    } else if (ev.iter == 1 && ev.phase == Phase::ZeroGrad && ev.kind == Event::Free) {
+      grads_freed.push_back(bytes);
+    }
+  }
+  CHECK(states == std::vector<int64_t>{32768, 32768, 512, 512, 5120, 5120, 40, 40});  // exp_avg, exp_avg_sq
+  CHECK(sqrt_alloc == std::vector<int64_t>{32768, 512, 5120, 40});
+  CHECK(sqrt_free == std::vector<int64_t>{40, 5120, 512, 32768});
+  CHECK(grads_freed == std::vector<int64_t>{32768, 512, 5120, 40});
+}
