@@ -126,6 +126,7 @@ class Builder : public StepMemory {
   void end_forward_uses(ForwardCall& c);
 
   void accumulate(int t, int g);
+  void hand_on_gradients();
 
   void backward();
 
@@ -195,6 +196,7 @@ class Builder : public StepMemory {
   std::vector<bool> recomputed_ = std::vector<bool>(g_.nodes.size(), false);
   std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
   std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
+  std::vector<std::pair<int, int>> made_;          // (input, gradient) of the node backward runs
   std::vector<int> param_rank_;                    // per tensor: torch_parameter_order's rank, or -1
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<int> frame_release_;             // per tensor: frames.h

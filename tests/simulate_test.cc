@@ -804,3 +804,40 @@ TEST_CASE("Adam makes its state, its sqrt temporaries and zero_grad frees gradie
   CHECK(sqrt_free == std::vector<int64_t>{40, 5120, 512, 32768});
   CHECK(grads_freed == std::vector<int64_t>{32768, 512, 5120, 40});
 }
+
+TEST_CASE("a node's input gradients are added into their buffers after the node returns") {
+  // out = fc(x) + x. AddBackward0 hands one gradient tensor to both operands, so x's buffer
+  // holds out's gradient while fc's backward runs. The engine adds fc's gradient for x into
+  // it only once fc has returned, let its incoming gradient (that same tensor) go and
+  // dropped what it saved: x's buffer is then the tensor's one holder, the add is in place,
+  // and no sum is made. Added at once, while fc still held it, it was a new [batch, 64] sum.
+  const char* text = R"(
+opset 17
+input x0 float32 batch,64
+param fc0.weight float32 64,64
+param fc.weight float32 64,64
+node MatMul x0 fc0.weight -> x @fc0
+node MatMul x fc.weight -> h @fc
+node Add h x -> out @blk
+output out
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 8);
+  std::vector<std::string> order;  // the first backward: A/F, category, bytes
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.iter != 0 || ev.phase != Phase::Backward) continue;
+    order.push_back(std::string(ev.kind == Event::Alloc ? "A " : "F ") + category_key(b.category) + " " +
+                    std::to_string(b.bytes.eval(e.bindings)));
+  }
+  // The loss's scalar seed; sum's gradient, out's [8, 64] fp32 = 2,048 B, which Add hands
+  // to h and x; fc (mm: the weight's gradient first, 64 x 64 x 4 = 16,384 B, with the
+  // autograd thread's cuBLAS workspace after it, then x's 2,048 B); fc's saved x goes; x's
+  // new gradient goes, added in place; fc0's weight gradient; out's gradient goes last.
+  const std::vector<std::string> want = {
+      "A temporaries 4",    "A temporaries 2048", "F temporaries 4",    "A gradients 16384",  "A workspace 33554432",
+      "A temporaries 2048", "F activations 2048", "F temporaries 2048", "A gradients 16384", "F temporaries 2048"};
+  CHECK(order == want);
+}
