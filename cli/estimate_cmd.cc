@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/events.h"
 #include "cli/fit.h"
 #include "cli/options.h"
 #include "cli/report.h"
@@ -38,6 +39,7 @@ std::function<int()> setup_estimate(CLI::App& app) {
     BudgetOptions budget;
     int depth = kDefaultDepth;
     std::string timeline;
+    std::string events;
   };
   auto o = std::make_shared<Opts>();
   add_common_options(app, o->common);
@@ -55,6 +57,10 @@ std::function<int()> setup_estimate(CLI::App& app) {
           return e.message();
         }
       });
+  app.add_option("--events", o->events,
+                 "also write the simulated allocation sequence to FILE, one request or free a line "
+                 "(tab-separated: iteration, phase, A/F, bytes, category, node, block), to set beside a torch "
+                 "memory snapshot's trace (tools/sequence_diff.py)");
   return [o]() {
     const auto t0 = std::chrono::steady_clock::now();
     const Analysis& a = load_and_analyze(o->common);
@@ -85,6 +91,7 @@ std::function<int()> setup_estimate(CLI::App& app) {
       std::cout << estimate_text(a, e, o->depth, fit);
     }
     if (!o->timeline.empty()) write_timeline(o->timeline, a, e);
+    if (!o->events.empty()) write_events(o->events, a, e);
     return 0;
   };
 }

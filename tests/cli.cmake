@@ -26,6 +26,12 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/tests/cli/golden_test.py)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endif()
 
+# memest's request sequences against whole-case GPU traces, each at or above its floor.
+add_test(NAME cli_sequence
+         COMMAND ${MEMEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/cli/sequence_test.py $<TARGET_FILE:memest>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_sequence PROPERTIES TIMEOUT 300)
+
 # newcomer: issue 23's findings replayed; examples: every command line in --help and README.md.
 foreach(name timeline advise newcomer examples)
   add_test(NAME cli_${name}
