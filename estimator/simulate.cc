@@ -7,8 +7,8 @@
 namespace memest::sim {
 namespace {
 
-// Per tensor, a parameter's rank in model.parameters(), the order its modules registered
-// them; -1 for other tensors. The graph does not record registration, so the rank follows
+// The parameters in model.parameters() order, the order their modules registered them.
+// The graph does not record registration, so the rank follows
 // first use: the forward's first node that reads the parameter, and its input slot there
 // (Conv before its BatchNorm, weight before bias). Modules registered in another order
 // than they run (BERT's token-type embedding, used before the position one) come out
@@ -27,9 +27,10 @@ std::vector<int> torch_parameter_order(const Graph& g) {
     first_use.push_back({key, static_cast<int>(t)});
   }
   std::stable_sort(first_use.begin(), first_use.end());
-  std::vector<int> rank(g.tensors.size(), -1);
-  for (size_t i = 0; i < first_use.size(); ++i) rank[first_use[i].second] = static_cast<int>(i);
-  return rank;
+  std::vector<int> order;
+  order.reserve(first_use.size());
+  for (const auto& f : first_use) order.push_back(f.second);
+  return order;
 }
 
 }  // namespace
@@ -113,7 +114,7 @@ void Builder::index_graph() {
                  random_mask(g_, static_cast<int>(t))};
     if (ten.graph_output && ten.producer >= 0 && g_.nodes[ten.producer].module == "loss") seed_ = static_cast<int>(t);
   }
-  param_rank_ = torch_parameter_order(g_);
+  params_in_order_ = torch_parameter_order(g_);
   dead_.resize(nn);
   loss_node_.resize(nn);
   info_.resize(nn);
@@ -603,9 +604,11 @@ void Builder::step() {
 // exp_avg_sq of layer3.0.conv1 (1.2 MB) first of the parameters above 1 MB and fc's
 // (2.0 MB) last; zero_grad frees them in the same order.
 std::vector<std::pair<int, int>> Builder::grads_in_parameter_order() const {
-  std::vector<std::pair<int, int>> out = param_grads_;
-  std::stable_sort(out.begin(), out.end(),
-                   [&](const auto& a, const auto& b) { return param_rank_[a.first] < param_rank_[b.first]; });
+  std::vector<std::pair<int, int>> out;
+  out.reserve(param_grads_.size());
+  for (int p : params_in_order_) {
+    if (grad_slot_[p] >= 0) out.push_back(param_grads_[grad_slot_[p]]);
+  }
   return out;
 }
 

@@ -197,7 +197,7 @@ class Builder : public StepMemory {
   std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
   std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
   std::vector<std::pair<int, int>> made_;          // (input, gradient) of the node backward runs
-  std::vector<int> param_rank_;                    // per tensor: torch_parameter_order's rank, or -1
+  std::vector<int> params_in_order_;               // model.parameters() order (torch_parameter_order)
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<int> frame_release_;             // per tensor: frames.h
   std::vector<std::vector<int>> frame_held_;   // per node: blocks its frames let go after it
