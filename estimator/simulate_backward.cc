@@ -8,7 +8,7 @@
 namespace memest::sim {
 
 // ---- backward ------------------------------------------------------------------
-void Builder::accumulate(int t, int g) {
+void Builder::accumulate(int t, int g, bool narrow) {
   if (facts_[t].kind == TensorKind::Parameter && par_ && par_->takes_grad(t, g)) {
     if (grad_slot_[t] < 0) {  // the optimizer still sees a gradient; the wrapper holds its memory
       grad_slot_[t] = static_cast<int>(param_grads_.size());
@@ -19,6 +19,13 @@ void Builder::accumulate(int t, int g) {
   if (facts_[t].kind == TensorKind::Parameter) {
     // AccumulateGrad steals the first gradient as .grad and adds later ones in place.
     // (A slot per tensor, not a search of param_grads_: that was quadratic in parameters.)
+    // A narrowed view breaks the layout contract a .grad keeps: it is cloned
+    // (accumulate_grad.h, clone_obey_contract).
+    if (narrow) {
+      const int clone = alloc(bytes_of(t, run_dtype_[t]), Category::Gradients, -1);
+      unref(g);
+      g = clone;
+    }
     if (grad_slot_[t] < 0) {
       grad_slot_[t] = static_cast<int>(param_grads_.size());
       param_grads_.push_back({t, g});
@@ -29,12 +36,14 @@ void Builder::accumulate(int t, int g) {
   }
   if (grad_[t] < 0) {
     grad_[t] = g;
+    grad_narrow_[t] = narrow;
   } else if (refs_[grad_[t]] > 1) {
     // The buffer aliases another gradient: the engine adds out of place.
     int sum = alloc(bytes_of(t, run_dtype_[t]), Category::Temporaries, -1);
     unref(grad_[t]);
     unref(g);
     grad_[t] = sum;
+    grad_narrow_[t] = false;
   } else {
     unref(g);  // added in place
   }
@@ -94,6 +103,19 @@ void Builder::backward() {
   if (par_) par_->backward_end();
 }
 
+// Whether a Concat's narrow views of its output's gradient are contiguous: every dim
+// before the concat axis is 1, so each input's part is one block of memory.
+bool Builder::narrows_outermost(const Node& n, int out0) const {
+  const auto& shape = g_.tensors[out0].shape;
+  if (!shape) return false;
+  int64_t axis = n.attr_int("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(shape->size());
+  for (int64_t i = 0; i < axis && i < static_cast<int64_t>(shape->size()); ++i) {
+    if ((*shape)[static_cast<size_t>(i)].as_const() != std::optional<int64_t>(1)) return false;
+  }
+  return true;
+}
+
 // The engine hands a node's gradients on once the node has returned (engine.cpp
 // evaluate_function): call_function makes all of them, with their workspaces, and lets
 // the incoming gradients go; release_variables drops what the node saved; then each
@@ -101,7 +123,7 @@ void Builder::backward() {
 // resnet18 b2-fp32-adamw: a block input's gradient from conv1 outlives conv1's weight
 // gradient and its 69.5 MB workspace, and goes after conv1's incoming gradient.
 void Builder::hand_on_gradients() {
-  for (const auto& [t, g] : made_) accumulate(t, g);
+  for (const Made& m : made_) accumulate(m.tensor, m.grad, m.narrow);
   made_.clear();
 }
 
@@ -234,6 +256,11 @@ void Builder::backward_node(int k) {
   const OpInfo* info = info_[k];
   const std::span<const int> outs = outputs(k);
   const int out0 = outs.empty() ? -1 : outs[0];
+  // A kernel that reads its incoming gradient contiguous copies a narrowed one first.
+  int contiguous = -1;
+  if (info && info->contiguous_grad_out && out0 >= 0 && grad_[out0] >= 0 && grad_narrow_[out0]) {
+    contiguous = alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k);
+  }
   // (full-shape gradient, input) of broadcast inputs, summed below
   const std::vector<std::pair<int, int>> full = input_gradients(k);
   first_cublas_call(k);  // when no gradient was allocated above
@@ -254,6 +281,7 @@ void Builder::backward_node(int k) {
   grad_format_copy(k);
   backward_workspace(k);
   bias_gradient_reduction(k);
+  unref(contiguous);
   for (int o : outs) {
     if (o >= 0 && grad_[o] >= 0) {
       unref(grad_[o]);
@@ -298,10 +326,16 @@ std::vector<std::pair<int, int>> Builder::input_gradients(int k) {
     const bool summed = letter == 'A' && info && info->full_broadcast_grads && out0 >= 0 &&
                         g_.tensors[t].shape != g_.tensors[out0].shape;
     int gblock;
+    bool narrow = false;
     if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
         *g_.tensors[t].shape == *g_.tensors[out0].shape && d == run_dtype_[out0]) {
       gblock = grad_[out0];
       ref(gblock);
+      narrow = grad_narrow_[out0];
+    } else if (letter == 'V' && info->narrows_grads && out0 >= 0 && grad_[out0] >= 0 && d == run_dtype_[out0]) {
+      gblock = grad_[out0];
+      ref(gblock);
+      narrow = !narrows_outermost(n, out0);
     } else {
       if (summed) {
         full.push_back({alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k), t});
@@ -321,7 +355,7 @@ std::vector<std::pair<int, int>> Builder::input_gradients(int k) {
       cast_backs_.push_back({t, gblock, k});
       continue;
     }
-    made_.push_back({t, gblock});
+    made_.push_back({t, gblock, narrow});
   }
   for (int b : wide) unref(b);
   return full;

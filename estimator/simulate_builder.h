@@ -125,8 +125,9 @@ class Builder : public StepMemory {
   void save_for_backward(ForwardCall& c);
   void end_forward_uses(ForwardCall& c);
 
-  void accumulate(int t, int g);
+  void accumulate(int t, int g, bool narrow = false);
   void hand_on_gradients();
+  bool narrows_outermost(const Node& n, int out0) const;
 
   void backward();
 
@@ -196,7 +197,12 @@ class Builder : public StepMemory {
   std::vector<bool> recomputed_ = std::vector<bool>(g_.nodes.size(), false);
   std::vector<std::pair<int, int>> param_grads_;  // (parameter, .grad block) in first-gradient order
   std::vector<int> grad_slot_;                     // per tensor: its index in param_grads_, or -1
-  std::vector<std::pair<int, int>> made_;          // (input, gradient) of the node backward runs
+  struct Made {
+    int tensor, grad;
+    bool narrow;  ///< a narrowed view of the output's gradient (OpInfo::narrows_grads)
+  };
+  std::vector<Made> made_;                         // the gradients of the node backward runs
+  std::vector<char> grad_narrow_ = std::vector<char>(g_.tensors.size(), 0);  // grad_[t] is a narrowed view
   std::vector<int> params_in_order_;               // model.parameters() order (torch_parameter_order)
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<int> frame_release_;             // per tensor: frames.h

@@ -841,3 +841,47 @@ output out
       "A temporaries 2048", "F activations 2048", "F temporaries 2048", "A gradients 16384", "F temporaries 2048"};
   CHECK(order == want);
 }
+
+TEST_CASE("a Concat's input gradients are narrow views; a kernel that reads them contiguous copies first") {
+  // c = cat([softmax(x0 @ wa), x0 @ wb], dim=1). CatBackward0 hands each input
+  // grad.narrow(1, ...) of c's gradient: no allocation, and c's gradient lives until both
+  // views are used. mm reads a strided gradient as it is (a leading dimension); softmax's
+  // backward copies it contiguous first (host_softmax_backward: grad_.contiguous()).
+  const char* text = R"(
+opset 17
+input x0 float32 batch,64
+param wa float32 64,64
+param wb float32 64,64
+param w2 float32 128,16
+node MatMul x0 wa -> h @fa
+node Softmax h -> a axis=-1 @sm
+node MatMul x0 wb -> b @fb
+node Concat a b -> c axis=1 @cat
+node MatMul c w2 -> out @fc
+output out
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 8);
+  std::vector<std::string> order;  // the first backward: A/F, category, bytes, module
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.iter != 0 || ev.phase != Phase::Backward) continue;
+    order.push_back(std::string(ev.kind == Event::Alloc ? "A " : "F ") + category_key(b.category) + " " +
+                    std::to_string(b.bytes.eval(e.bindings)) + " " +
+                    (b.node >= 0 ? a.graph.nodes[b.node].module.str() : std::string("-")));
+  }
+  // At batch 8: c's gradient [8, 128] fp32 = 4,096 B; a's and b's parts [8, 64] = 2,048 B.
+  const std::vector<std::string> want = {
+      "A temporaries 4 -", "A temporaries 512 loss", "F temporaries 4 -",
+      "A gradients 8192 fc", "A workspace 33554432 fc", "A temporaries 4096 fc",  // w2's, then c's gradient
+      "F temporaries 512 loss", "F activations 4096 cat",                           // fc's incoming; c, saved
+      "A gradients 16384 fb",                                                        // wb's, from a view: no copy
+      "A temporaries 2048 sm",                                                       // the contiguous copy
+      "A temporaries 2048 sm", "A temporaries 2048 sm", "F temporaries 2048 sm",     // h's; grad * result
+      "F temporaries 2048 sm",                                                       // the copy goes
+      "F temporaries 4096 fc",                                                       // c's gradient, views done
+      "F activations 2048 sm", "A gradients 16384 fa", "F temporaries 2048 sm"};
+  CHECK(order == want);
+}

@@ -250,6 +250,7 @@ constexpr const char* kFamily = "norm";
 const OpInfo kOps[] = {
     {.op = "BatchNormalization", .family = kFamily, .shape = batch_norm, .saved_inputs = bits({0, 1}),
      .saved_extra = batch_norm_stats, .grads = "AAANN", .layout = Layout::Conv, .overwritable_output = true,
+     .contiguous_grad_out = true,
      .note = "training batch_norm: keeps input, weight and fp32 mean/invstd per channel; its output takes the "
              "input's suggested memory format (cudnn_batch_norm, batch_norm_cuda: empty_like(input, "
              "suggest_memory_format)): traces28 rnd22_69's channels-last ConvTranspose + BatchNorm + LeakyReLU "

@@ -253,6 +253,14 @@ struct OpInfo {
   /// gradOutput_.contiguous(input.suggest_memory_format()); avg_pool3d: contiguous): a
   /// gradient laid out otherwise is copied, and the copy is held for the call.
   bool grad_in_input_format = false;
+  /// Its inputs' gradients are narrow views of the output's gradient (CatBackward0:
+  /// grad.narrow along the concat dim), not copies; strided unless they split dim 0.
+  bool narrows_grads = false;
+  /// Its CUDA backward reads the output's gradient contiguous and copies one that is not
+  /// (cuDNN convolution: grad_output.contiguous(memory_format); cudnn_batch_norm_backward;
+  /// host_softmax_backward: grad_.contiguous()): a narrowed gradient from a Concat is
+  /// copied at the call's start and freed as it returns.
+  bool contiguous_grad_out = false;
   /// The gradient of input 2 (a convolution's bias) is the output's gradient summed over
   /// every dim but dim 1, by that CUDA reduction, with its buffer (after the other
   /// gradients and the backward workspace).

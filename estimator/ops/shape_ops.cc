@@ -669,7 +669,7 @@ const OpInfo kOps[] = {
     {.op = "Transpose", .family = kFamily, .shape = transpose, .grads = "V", .view = true, .layout = Layout::Permute,
      .note = "a strided view; a later op may copy it to make it contiguous"},
     {.op = "Concat", .family = kFamily, .shape = concat, .autocast = Autocast::Promote, .grads = "V",
-     .note = "allocates its result; backward narrows the gradient (views)"},
+     .narrows_grads = true, .note = "allocates its result; backward narrows the gradient (views)"},
     {.op = "Split", .family = kFamily, .shape = split, .grads = "AN", .view = true, .layout = Layout::Narrow,
      .note = "outputs are views; backward concatenates the gradients (allocates)"},
     {.op = "Slice", .family = kFamily, .shape = slice, .grads = "ANNNN", .view = true, .layout = Layout::Narrow,

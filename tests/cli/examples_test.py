@@ -6,7 +6,7 @@ Usage: examples_test.py MEMEST    (run from the repository root)
 A README line is run when it starts with `memest ` or `build/memest ` inside a fenced
 block whose info string is not `text` (```text blocks hold synopses, with placeholders).
 A line whose trailing comment says `not run` is skipped (a user's own file), and said so. `memest` is the
-binary under test; a file the example writes (--timeline out.svg) goes to a temp dir.
+binary under test; a file the example writes (--timeline out.svg, --events out.tsv) goes to a temp dir.
 A .pt example is skipped, and said so, where the TorchScript helper is not built.
 Exit 0 is wanted; `check` may also answer 1 ("does not fit").
 Prints 'N passed, N failed' last.
@@ -73,7 +73,7 @@ def run_example(where, line):
         print("skip  %s: %s (the TorchScript helper is not built)" % (where, line))
         return
     # What an example writes goes to the temp dir, not the checkout.
-    args = [os.path.join(TMP, os.path.basename(a)) if a.endswith((".svg", ".html")) else a for a in args]
+    args = [os.path.join(TMP, os.path.basename(a)) if a.endswith((".svg", ".html", ".tsv")) else a for a in args]
     missing = [a for a in args if a.endswith((".onnx", ".pt")) and not os.path.exists(a)]
     if missing:
         check("%s: %s" % (where, line), False, "names files not in the repository: %s" % missing)

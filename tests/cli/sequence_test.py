@@ -28,7 +28,8 @@ CASES = [
     (R + "cases-h200-torch2.11.jsonl", "vit_b_16/bs194-fp32-sgd", "models/dynamo/vit_b_16.onnx", 0.71),
     (R + "cases-h200-torch2.11.jsonl", "gpt2_hf/bs136-fp16-adam", "models/dynamo/gpt2_hf.onnx", 0.83),
     (R + "cases-h200-torch2.11.jsonl", "unet/bs124-fp32-sgd", "models/dynamo/unet.onnx", 0.84),
-    (R + "traces4-h200-torch2.11.jsonl.xz", "llama_hf/b1-fp16-adam", "models/dynamo/holdout/llama_hf.onnx", 0.84),
+    (R + "traces4-h200-torch2.11.jsonl.xz", "llama_hf/b1-fp16-adam", "models/dynamo/holdout/llama_hf.onnx", 0.85),
+    (R + "traces7-h200-torch2.11.jsonl.xz", "googlenet/b1-fp32-sgd", "models/dynamo/holdout/googlenet.onnx", 0.96),
     (R + "traces4-h200-torch2.11.jsonl.xz", "regnet_x_800mf/b1-fp32-sgd", "models/dynamo/blind/regnet_x_800mf.onnx", 0.82),
 ]
 
