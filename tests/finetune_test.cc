@@ -6,29 +6,12 @@
 #include "estimator/error.h"
 #include "estimator/finetune.h"
 #include "frontends/text_reader.h"
+#include "tests/simulate_test_util.h"
 
 using namespace memest;
+using namespace memest::testing;
 
 namespace {
-
-const char* kMlp = R"(
-opset 17
-input x float32 batch,64
-param fc1.weight float32 128,64
-param fc1.bias float32 128
-param fc2.weight float32 10,128
-param fc2.bias float32 10
-node memest::Linear x fc1.weight fc1.bias -> h @fc1
-node Relu h -> r @act
-node memest::Linear r fc2.weight fc2.bias -> out @fc2
-output out
-)";
-
-Analysis analyze_text(const char* text, TrainConfig cfg) {
-  AnalysisOptions o;
-  o.train = cfg;
-  return analyze(read_text_graph(text), o);
-}
 
 int node_of(const Analysis& a, const char* module) {
   for (size_t k = 0; k < a.graph.nodes.size(); ++k) {

@@ -1,12 +1,27 @@
 // Helpers shared by the simulator's tests (simulate_test.cc, inplace_test.cc).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "estimator/analysis.h"
 #include "frontends/text_reader.h"
 
 namespace memest::testing {
+
+/// Linear(64 -> 128), ReLU, Linear(128 -> 10): the simulator tests' small MLP.
+inline const char* const kMlp = R"(
+opset 17
+input x float32 batch,64
+param fc1.weight float32 128,64
+param fc1.bias float32 128
+param fc2.weight float32 10,128
+param fc2.bias float32 10
+node memest::Linear x fc1.weight fc1.bias -> h @fc1
+node Relu h -> r @act
+node memest::Linear r fc2.weight fc2.bias -> out @fc2
+output out
+)";
 
 inline Analysis analyze_text(const char* text, TrainConfig cfg) {
   AnalysisOptions o;
@@ -33,6 +48,20 @@ std::vector<int64_t> allocated_bytes(const Analysis& a, const Estimate& e, Phase
     if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == phase && b.node >= 0 && keep(a.graph.nodes[b.node], b)) {
       out.push_back(b.bytes.eval(e.bindings));
     }
+  }
+  return out;
+}
+
+/// The first iteration's events of `phase` at the estimate's sizes, one string each:
+/// "A category bytes module" or "F ...", module "-" for setup and the optimizer.
+inline std::vector<std::string> event_order(const Analysis& a, const Estimate& e, Phase phase) {
+  std::vector<std::string> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.iter != 0 || ev.phase != phase) continue;
+    out.push_back(std::string(ev.kind == Event::Alloc ? "A " : "F ") + category_key(b.category) + " " +
+                  std::to_string(b.bytes.eval(e.bindings)) + " " +
+                  (b.node >= 0 ? a.graph.nodes[b.node].module.str() : std::string("-")));
   }
   return out;
 }
