@@ -11,9 +11,9 @@
 namespace memest {
 
 /// Whether node `n` (op `info`) writes its output over its input 0, in the same dtype:
-/// `x += y` (updates_in_place), or an in-place activation (OpInfo::inplace, or inplace_when_owned inside the norm module
-/// that made its input) whose input only it reads, made by an op that never reads its own
-/// output (OpInfo::overwritable_output). A frontend that knows (TorchScript's relu_) says
+/// `x += y` (updates_in_place), or an in-place activation (OpInfo::inplace, or
+/// inplace_when_owned inside the norm module that made its input) whose input only it
+/// reads, made by an op that never reads its own output (OpInfo::overwritable_output). A frontend that knows (TorchScript's relu_) says
 /// so with the attribute inplace=1. `eff` are the inputs as the op sees them, `out` the
 /// output's run dtype, `facts` and `infos` the simulator's per-tensor facts and per-node ops.
 bool runs_in_place(const Graph& g, const Node& n, const OpInfo* info, std::span<const EffectiveInput> eff, DType out,

@@ -8,9 +8,9 @@ namespace memest::sim {
 namespace {
 
 // The parameters in model.parameters() order, the order their modules registered them.
-// The graph does not record registration, so the rank follows
-// first use: the forward's first node that reads the parameter, and its input slot there
-// (Conv before its BatchNorm, weight before bias). Modules registered in another order
+// The graph does not record registration, so the order follows first use: the forward's
+// first node that reads the parameter, and its input slot there (Conv before its
+// BatchNorm, weight before bias). Modules registered in another order
 // than they run (BERT's token-type embedding, used before the position one) come out
 // swapped, a difference of order among a few parameters.
 std::vector<int> torch_parameter_order(const Graph& g) {

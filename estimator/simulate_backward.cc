@@ -327,15 +327,14 @@ std::vector<std::pair<int, int>> Builder::input_gradients(int k) {
                         g_.tensors[t].shape != g_.tensors[out0].shape;
     int gblock;
     bool narrow = false;
-    if (letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && g_.tensors[t].shape && g_.tensors[out0].shape &&
-        *g_.tensors[t].shape == *g_.tensors[out0].shape && d == run_dtype_[out0]) {
+    // 'V': the output's gradient passes through, whole (same shape) or narrowed (a Concat's).
+    const bool through = letter == 'V' && out0 >= 0 && grad_[out0] >= 0 && d == run_dtype_[out0];
+    const bool whole = through && g_.tensors[t].shape && g_.tensors[out0].shape &&
+                       *g_.tensors[t].shape == *g_.tensors[out0].shape;
+    if (whole || (through && info->narrows_grads)) {
       gblock = grad_[out0];
       ref(gblock);
-      narrow = grad_narrow_[out0];
-    } else if (letter == 'V' && info->narrows_grads && out0 >= 0 && grad_[out0] >= 0 && d == run_dtype_[out0]) {
-      gblock = grad_[out0];
-      ref(gblock);
-      narrow = !narrows_outermost(n, out0);
+      narrow = whole ? grad_narrow_[out0] != 0 : !narrows_outermost(n, out0);
     } else {
       if (summed) {
         full.push_back({alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k), t});
