@@ -145,3 +145,32 @@ TEST_CASE("where segments lie decides which cached block is reused: newest first
 }
 
 }  // namespace memest
+
+namespace memest {
+
+TEST_CASE("allocator model: a largest batch of an LM decided by which free block best fit picks") {
+  // validate/results/lmtrace-*.jsonl: sh_llama_lm, sh_mistral_lm and sh_olmo3_lm near
+  // their largest batch under 24 GiB, uncapped and capped. Under the cap llama ran
+  // batch 1237 and failed at 1238 with the same multi-GB requests: at 1237 the second
+  // 2.36 GiB logits block fits the rest of a 4.72 GiB segment (2,535,440,384 bytes,
+  // smaller than a whole 2.36 GiB segment of 2,535,456,768) and leaves that segment
+  // free to release; at 1238 the rest is 2,535,489,536, larger than the segment, so best
+  // fit takes the segment and nothing can be released for the next 4.72 GiB. The model
+  // must reproduce both outcomes, and every reserved peak to the byte, from the
+  // requests alone (no segment addresses).
+  const auto cases = load_cases(MEMEST_SOURCE_DIR "/validate/results/lmtrace-h200-torch2.11.jsonl");
+  REQUIRE(cases.size() == 7);
+  int failed = 0;
+  for (const Case& c : cases) {
+    std::optional<int64_t> limit;
+    if (c.budget > 0) limit = c.budget;
+    const AllocatorResult r = replay_requests(c.requests, limit);
+    INFO(c.name);
+    CHECK(r.out_of_memory == !c.measured_ok);
+    CHECK(r.peak_reserved == c.peak_reserved);
+    failed += r.out_of_memory;
+  }
+  CHECK(failed == 2);  // llama at 1238 and mistral at 1346, both under the cap
+}
+
+}  // namespace memest

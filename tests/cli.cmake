@@ -232,6 +232,10 @@ memest_matrix(matrix-blind18-h200-torch2.11 SETS sample24 random26)
 # after the session's last change to the estimate, compared once
 # (blind19-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind19-h200-torch2.11 SETS sample25 random27)
+# Session 23's prepared sample (gpu_session23.sh: sample seed 26, random seed 28),
+# measured at the start of session 25, compared once before any change to the estimate
+# (blind20-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind20-h200-torch2.11 SETS sample26 random28)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
