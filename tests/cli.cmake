@@ -236,6 +236,10 @@ memest_matrix(matrix-blind19-h200-torch2.11 SETS sample25 random27)
 # measured at the start of session 25, compared once before any change to the estimate
 # (blind20-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind20-h200-torch2.11 SETS sample26 random28)
+# Session 25's second sample (gpu_session25.sh: sample seed 27, random seed 29), measured
+# that session and compared once at its estimate (blind21-compare-h200-torch2.11.txt),
+# now a regression set.
+memest_matrix(matrix-blind21-h200-torch2.11 SETS sample27 random29)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
