@@ -1,0 +1,54 @@
+# Shared by the gpu_sessionNN.sh scripts (source it after setting budget, tag and L):
+# the measuring helpers, a blind sample, the deadline watchdog and the collection.
+#   budget=440 tag=h200-torch2.11 L=/tmp/logsNN; source validate/gpu_lib.sh
+export PYTHONUNBUFFERED=1
+t0=$(date +%s)
+dl=$((t0 + budget))
+mkdir -p $L /tmp/res /tmp/matrix
+m() { python3 -m validate measure --deadline $dl "$@"; }
+trace() {  # SET OUTNAME CONFIG MODELS: live-at-peak allocator traces
+  m --set $1 --models $4 --configs $3 \
+    --trace $(echo $4 | tr ',' '\n' | sed "s|\$|/$3|" | paste -sd,) --only-trace --trace-detail \
+    --trace-out /tmp/res/tr-$2.jsonl > $L/tr-$2.log 2>&1
+}
+seqtrace() {  # OUTNAME CASES [BUDGET]: whole allocation event sequences of MODEL/CONFIG cases
+  python3 -m validate kernels --parts cases --deadline $dl ${3:+--budget $3} --out /tmp/res/seq-$1.jsonl \
+    --cases $2 > $L/seq-$1.log 2>&1
+}
+# blind_sample SAMPLE_SEED RANDOM_SEED: 30 architectures drawn from timm and transformers
+# (none a set or an earlier draw holds; b1-bf16-adamw and b2-fp32-adam), the largest batch
+# under 24 GiB for twelve of them (fp16-adam), 200 random modules (b1-fp16-adam), all
+# exported through both exporters into /tmp/matrix. Runs in the background.
+blind_sample() {
+  local s=$1 r=$2 names h1 h2 part
+  m --set random:$r:200 --configs b1-fp16-adam --out /tmp/res/r$r.jsonl > $L/m-r$r.log 2>&1 &
+  python3 -m validate matrix --set random:$r:200 --out /tmp/matrix --jobs 7 --deadline $dl \
+      --variants legacy-train-dyn,dynamo-train-dyn > $L/x-r$r.log 2>&1 &
+  names=$(python3 -c "from validate import sample; print(','.join(sample.draw($s, 30)))" 2>$L/draw.log)
+  echo "drawn: $names"
+  h1=$(echo "$names" | tr ',' '\n' | awk 'NR%2==1' | paste -sd,)
+  h2=$(echo "$names" | tr ',' '\n' | awk 'NR%2==0' | paste -sd,)
+  m --set sample:$s:30 --models "$h1" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s1.jsonl > $L/m-s1.log 2>&1 &
+  m --set sample:$s:30 --models "$h2" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s2.jsonl > $L/m-s2.log 2>&1 &
+  for part in 2,5 12,15 22,25; do
+    python3 -m validate maxbatch --set sample:$s:30 --configs fp16-adam --budget 24GiB --deadline $dl \
+        --models "$(echo "$names" | tr ',' '\n' | sed -n "${part}p" | paste -sd,)" \
+        --out /tmp/res/mb-${part/,/-}.jsonl > $L/mb-${part/,/-}.log 2>&1 &
+  done
+  python3 -m validate matrix --set sample:$s:30 --models "$names" --out /tmp/matrix --jobs 5 --deadline $dl \
+      --variants legacy-train-dyn,dynamo-train-dyn > $L/x-sample.log 2>&1 &
+}
+# finish: stop whatever still runs 90 s after the deadline (so the files come back), wait.
+finish() {
+  ( sleep $((dl + 90 - $(date +%s))); pkill -f "validate (measure|matrix|maxbatch|export|convprobe|kernels)" ) &
+  local dog=$!
+  wait $(jobs -p | grep -v "^$dog$")
+  kill $dog 2>/dev/null
+}
+# collect_blind SAMPLE_SEED RANDOM_SEED BLIND_N: the blind sample's files into $OUT.
+collect_blind() {
+  cat /tmp/res/s1.jsonl /tmp/res/s2.jsonl > $OUT/sample$1-$tag.jsonl
+  cp /tmp/res/r$2.jsonl $OUT/random$2-$tag.jsonl
+  cat /tmp/res/mb-*.jsonl > $OUT/sample$1-maxbatch-$tag.jsonl
+  tar -cJf $OUT/matrix-blind$3.tar.xz -C /tmp/matrix .
+}
