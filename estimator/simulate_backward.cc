@@ -341,7 +341,12 @@ std::vector<std::pair<int, int>> Builder::input_gradients(int k) {
       } else if (letter == 'A' && computed_wider(k, d)) {
         wide.push_back(alloc(bytes_of(t, run_dtype_[out0]), Category::Temporaries, k));
       }
+      std::vector<int> formula;  // OpInfo::grad_temporaries, live until the gradient is made
+      for (int j = 0; i == 0 && info && j < info->grad_temporaries; ++j) {
+        formula.push_back(alloc(bytes_of(t, d), Category::Temporaries, k));
+      }
       gblock = alloc(bytes_of(t, d), param && !eff[i].cast ? Category::Gradients : Category::Temporaries, k);
+      for (auto it = formula.rbegin(); it != formula.rend(); ++it) unref(*it);
       first_cublas_call(k);
       if (i == 0 && info && info->bwd_data_workspace) {
         const DType sd = info->scratch_is_temporary && out0 >= 0 ? run_dtype_[out0] : d;

@@ -108,3 +108,31 @@ output out
       "F activations 2048 sm", "A gradients 16384 fa", "F temporaries 2048 sm"};
   CHECK(order == want);
 }
+
+TEST_CASE("ErfBackward0 holds its formula's four temporaries until the gradient is made") {
+  // derivatives.yaml: erf's gradient is `2.0 / sqrt(M_PI) * exp(-(self.pow(2))) * grad`:
+  // pow, neg, exp and the scaled exp are C++ temporaries of one full expression, made in
+  // that order and freed after the product (the gradient), last made first. At batch 8
+  // each is 8 x 64 x 4 B = 2,048 B (seqtrace26 sh_esm_cls: five 8 MiB blocks at once).
+  const char* text = R"(
+opset 17
+input x0 float32 batch,64
+param g float32 64
+node Mul x0 g -> x @scale
+node Erf x -> y @erf
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 8);
+  std::vector<std::string> erf;
+  for (const std::string& s : event_order(a, e, Phase::Backward)) {
+    if (s.ends_with(" erf")) erf.push_back(s);
+  }
+  CHECK(erf == std::vector<std::string>{"A temporaries 2048 erf", "A temporaries 2048 erf", "A temporaries 2048 erf",
+                                        "A temporaries 2048 erf", "A temporaries 2048 erf", "F temporaries 2048 erf",
+                                        "F temporaries 2048 erf", "F temporaries 2048 erf", "F temporaries 2048 erf",
+                                        // the gradient itself, once the Mul's backward has read it
+                                        "F temporaries 2048 erf"});
+}

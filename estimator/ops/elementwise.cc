@@ -454,7 +454,7 @@ const OpInfo kOps[] = {
     {.op = "Log", .family = kFamily, .shape = same, .autocast = Autocast::Fp32, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the input; autocast runs it in fp32"},
     {.op = "Erf", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
-     .note = "backward reads the input"},
+     .grad_temporaries = 4, .note = "backward reads the input; its formula holds 4 input-sized temporaries beside the gradient"},
     {.op = "Sin", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,
      .note = "backward reads the input"},
     {.op = "Cos", .family = kFamily, .shape = same, .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise,

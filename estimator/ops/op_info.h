@@ -210,6 +210,12 @@ struct OpInfo {
   /// product lives until all of the node's gradients are made. GPU phases of rnd5_21
   /// (squeeze-excitation's x * scale): one full tensor more at the backward peak.
   bool full_broadcast_grads = false;
+  /// Full-size intermediates its derivatives.yaml formula builds for input 0's gradient
+  /// before the gradient itself. They are C++ temporaries of one full expression, so all
+  /// live until the gradient is made, then go in reverse order. erf: `2.0 / sqrt(M_PI) *
+  /// exp(-(self.pow(2))) * grad` makes pow, neg, exp and the scaled exp, then the product
+  /// (seqtrace26 sh_esm_cls: five 8 MiB blocks at once in each ErfBackward0).
+  uint8_t grad_temporaries = 0;
   /// The Python augmented assignment this op is written as ('+' for Add: `x += y`), which
   /// runs in place on x and so keeps x's dtype where `x + y` would promote: timm's
   /// `x += shortcut` adds an fp32 shortcut into a bf16 batch norm output under autocast
