@@ -240,6 +240,10 @@ memest_matrix(matrix-blind20-h200-torch2.11 SETS sample26 random28)
 # that session and compared once at its estimate (blind21-compare-h200-torch2.11.txt),
 # now a regression set.
 memest_matrix(matrix-blind21-h200-torch2.11 SETS sample27 random29)
+# Session 26's sample (gpu_session26.sh: sample seed 28, random seed 30), measured that
+# session, compared once at the start of session 27 (blind22-compare-h200-torch2.11.txt),
+# now a regression set.
+memest_matrix(matrix-blind22-h200-torch2.11 SETS sample28 random30)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
