@@ -13,9 +13,10 @@ set -u
 budget=${1:-400} L=/tmp/logs27b
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) tag=h100-torch2.11;; *) tag=h200-torch2.11;; esac
 source validate/gpu_lib.sh
-seqtrace c1 sh_gpt_bigcode_lm/bs1366-fp16-adam,sh_gpt_bigcode_lm/bs1408-fp16-adam,sh_gpt_bigcode_lm/bs1365-fp16-adam 24GiB &
+(seqtrace c1 sh_gpt_bigcode_lm/bs1366-fp16-adam,sh_gpt_bigcode_lm/bs1408-fp16-adam,sh_gpt_bigcode_lm/bs1365-fp16-adam 24GiB
+ # uncapped after the capped: two 24 GiB caps and a 30 GiB run do not fit an 80 GB card
+ seqtrace u1 sh_gpt_bigcode_lm/bs1408-fp16-adam,sh_glm4_lm/bs1412-fp16-adam) &
 seqtrace c2 sh_glm4_lm/bs1412-fp16-adam,sh_glm4_lm/bs1300-fp16-adam 24GiB &
-seqtrace u1 sh_gpt_bigcode_lm/bs1408-fp16-adam,sh_glm4_lm/bs1412-fp16-adam &
 finish
 for p in c1 c2; do cat /tmp/res/seq-$p.jsonl; done > $OUT/seqcap27-$tag.jsonl
 cat /tmp/res/seq-u1.jsonl > $OUT/sequncap27-$tag.jsonl
