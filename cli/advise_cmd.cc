@@ -152,10 +152,9 @@ void estimate_outcome(Outcome& out, const Analysis& a, int64_t batch, std::optio
   out.max_micro_batch = search_fitting(
                             [&](int64_t b) {
                               progress.update(step + ": trying batch " + std::to_string(b));
-                              return fits(a, b, *budget, std::nullopt, nullptr);
-                            },
-                            [&](int64_t b) { return may_fit_budget(a, b, *budget); })
-                            .largest;
+                              return fit_of(probe_budget(a, b, *budget));
+                            })
+                            .contiguous;
 }
 
 void print_json(const Analysis& now, int64_t batch, std::optional<int64_t> budget, const std::vector<Outcome>& rows) {

@@ -58,19 +58,24 @@ int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max
 /// large blocks land changes with every size, on the GPU as in the replay (gpt2_hf
 /// fp16 under 24 GiB runs at 128 and 136 but not at 129 to 135).
 struct FitSearch {
-  int64_t largest = 0;     ///< the largest value that fits
-  int64_t contiguous = 0;  ///< every value up to this one fits
+  int64_t largest = 0;     ///< the bisection's answer: fits, perhaps above a value that does not
+  int64_t contiguous = 0;  ///< every value up to this one fits: the answer to bet on
 };
-/// largest_fitting() of `probe` for `contiguous`; then the values up to 1/kScanWindow above it
-/// (at least 2) that `may_fit` (a monotone bound: false means nothing from there on
-/// fits) allows are tried from the top down, the first that fits being `largest`. The
-/// islands measured on the GPU lie within 9% of the contiguous answer (gpt2_hf fp16
-/// 126 and 136, gpt_mini fp16 137 and 149). At most kMaxScan tries past the bound
-/// search: wider ranges are sampled, evenly, and refined around the best. `probe` is
-/// asked once per value (its answers are kept).
-FitSearch search_fitting(const std::function<bool(int64_t)>& probe, const std::function<bool(int64_t)>& may_fit,
-                         int64_t max = kDefaultMaxBatch);
-constexpr int64_t kScanWindow = 10;
+/// How a value fits: not at all; only because the cap made the allocator empty its
+/// cache (where the answer changes from one value to the next); or calmly, the replay
+/// never reaching the cap (monotone: every smaller value fits calmly too).
+enum class Fit { No, Capped, Calm };
+Fit fit_of(const BudgetProbe& p);
+/// largest_fitting() of `probe` for `largest`, then `contiguous`: from the largest calm
+/// value up to that answer, the values in order until the first that fails (over a
+/// range wider than kMaxScan every stride-th, then one by one below the first that
+/// failed: a gap narrower than the stride may go unseen). The islands above the
+/// first failure measured on the GPU were 1 to 21 batches wide (gpt2_hf fp16 under
+/// 24 GiB: 127 and 129-135 fail, 126, 128 and 136 run). `probe` is asked once per value.
+FitSearch search_fitting(const std::function<Fit(int64_t)>& probe, int64_t max = kDefaultMaxBatch);
+/// The same with a yes/no probe, every fitting value taken as calm: `contiguous` is
+/// then the bisection's answer.
+FitSearch search_fitting(const std::function<bool(int64_t)>& probe, int64_t max = kDefaultMaxBatch);
 constexpr int64_t kMaxScan = 48;
 
 }  // namespace memest

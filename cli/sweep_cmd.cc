@@ -59,14 +59,18 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
   const bool by_dim = !o.sweep_dim.empty();
   const std::string what = by_dim ? o.sweep_dim : "batch";
   const int64_t budget = o.budget.bytes();
-  const int64_t lo = found.largest;
+  // The answer is the value up to which every one fits; a larger one that fits (an
+  // island above a failure) is shown beside it, not offered: one batch more or less
+  // there is the difference between running and running out of memory.
+  const int64_t lo = found.contiguous;
   const std::string note = profile_note(o.budget, *a.train.target);
   if (o.common.json) {
     nlohmann::json j;
     j["model"] = a.graph.file;
     j[by_dim ? "max_value" : "max_batch"] = lo;
-    // Every value up to this one fits; between it and the largest, not all do.
+    // Every value up to the answer fits; the largest that fits may lie above a failure.
     j[by_dim ? "contiguous_max_value" : "contiguous_max_batch"] = found.contiguous;
+    j[by_dim ? "island_max_value" : "island_max_batch"] = found.largest;
     if (by_dim) {
       j["dim"] = o.sweep_dim;
       j["batch"] = o.common.batch;
@@ -98,10 +102,10 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
             << "  peak allocated " << format_bytes(best.peak.peak_bytes) << ", reserved "
             << format_bytes(best.reserved_bytes) << "\n"
             << notes;
-  if (found.contiguous < lo) {
-    std::cout << "  every " << what << " up to " << found.contiguous << " fits; " << found.contiguous + 1
-              << " does not: near the cap, where the allocator's large blocks land changes with the size,\n"
-              << "  so not every " << what << " between fits (check the one you pick with `memest check`)\n";
+  if (found.largest > lo) {
+    std::cout << "  " << lo + 1 << " does not fit, though " << found.largest
+              << " does: near the cap, where the allocator's large blocks land changes with the size;\n"
+              << "  a " << what << " above " << lo << " is a gamble (check the one you pick with `memest check`)\n";
   }
 }
 
@@ -131,26 +135,25 @@ int run_sweep(const SweepOptions& o) {
         [&](int64_t v) {
           progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
           BudgetProbe p = by_dim ? probe_budget(a, o.common.batch, budget, v) : probe_budget(a, v, budget);
-          const bool ok = p.fits;
-          if (ok) last_fit.reset();
-          if (ok && p.uncapped) {
+          const Fit fit = fit_of(p);
+          if (p.fits) last_fit.reset();
+          if (p.fits && p.uncapped) {
             last_fit = std::move(p);
             last_fit_value = v;
           }
-          return ok;
+          return fit;
         },
-        [&](int64_t v) { return by_dim ? may_fit_budget(a, o.common.batch, budget, v) : may_fit_budget(a, v, budget); },
         o.max);
-    if (found.largest > 0 && last_fit && last_fit_value == found.largest) {
+    if (found.contiguous > 0 && last_fit && last_fit_value == found.contiguous) {
       fits(std::move(*last_fit), budget, &best);
-    } else if (found.largest > 0) {
-      try_value(found.largest, &best);
+    } else if (found.contiguous > 0) {
+      try_value(found.contiguous, &best);
     }
   }
   std::optional<Rescue> help;
-  if (found.largest == 0 && !by_dim) help = rescue(o, budget);
+  if (found.contiguous == 0 && !by_dim) help = rescue(o, budget);
   print_sweep(o, *analysis, found, best, help ? &*help : nullptr);
-  return found.largest > 0 ? 0 : 1;
+  return found.contiguous > 0 ? 0 : 1;
 }
 
 }  // namespace

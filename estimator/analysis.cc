@@ -404,14 +404,6 @@ bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional
   return probe_budget(a, batch, budget, free_value).fits;
 }
 
-bool may_fit_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
-  try {
-    return committed_peak(a.program, bind_dims(a, batch, free_value), a.train.target->alloc_round) <= budget;
-  } catch (const Error& err) {
-    throw err.in_file(a.graph.file);
-  }
-}
-
 WorkspaceExcess workspace_excess(const Analysis& a, const Bindings& b) {
   WorkspaceExcess out;
   for (const auto& [node, bytes] : a.program.workspace_excess) {

@@ -102,9 +102,4 @@ struct BudgetProbe {
 BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget,
                          std::optional<int64_t> free_value = std::nullopt);
 
-/// False when no allocator could fit the step in `budget`: the bytes that must be live
-/// at once (committed_peak, simulate.h) exceed it. Grows with the batch, so it bounds
-/// a search from above where fits_budget(), near the cap, does not grow steadily.
-bool may_fit_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value = std::nullopt);
-
 }  // namespace memest

@@ -188,8 +188,10 @@ def compare_maxbatch(args, rows):
     issue 6's bar: within 5% of the measured largest batch, and never above it by more than 2%.
     Near the cap fitting is not monotone in the batch, so the GPU search's answer is not
     always the largest batch that runs; with --probes (rows of `maxbatch --batches`), the
-    measured largest batch is the largest one the GPU ran, over the search and the probes
-    of that model and configuration."""
+    probes of that model and configuration count too. The measured answer is the batch
+    before the smallest one the GPU ran out of memory at, where that lies below the
+    largest one it ran (else the largest it ran): every batch up to memest's answer must
+    run, an island above a failure is no answer to bet on."""
     extra = {}
     for path in args.probes or []:
         with open(path) as f:
@@ -203,7 +205,14 @@ def compare_maxbatch(args, rows):
         r["search_max_ok_batch"] = r["max_ok_batch"]
         r["probes"] = list(r.get("probes", [])) + extra.get((r["model"], r["config"]), [])
         ran = [p["batch"] for p in r["probes"] if p["status"] == "ok"]
-        r["max_ok_batch"] = max([r["max_ok_batch"]] + ran)
+        largest = max([r["max_ok_batch"]] + ran)
+        # memest sweep answers the batch up to which every one fits (islands above a
+        # failure are a gamble): the measured counterpart is the batch before the
+        # smallest one the GPU ran out of memory at, where that lies below the largest
+        # that ran (gpt2_hf fp16: 126 ran, 127-135 did not, 136 did: 126).
+        failed = [p["batch"] for p in r["probes"] if p["status"] != "ok" and p["batch"] < largest]
+        r["max_ok_batch"] = min(failed) - 1 if failed else largest
+        r["island_max_ok_batch"] = largest
 
     def one(r):
         if r.get("max_ok_batch") is None:  # `maxbatch --batches`: probes only, no search
@@ -241,6 +250,8 @@ def compare_maxbatch(args, rows):
             flag += "  (GPU ran it)" if at[0] == "ok" else "  (GPU ran out of memory there)"
         if r["max_ok_batch"] != r["search_max_ok_batch"]:
             flag += "  (GPU search: %d)" % r["search_max_ok_batch"]
+        if r["island_max_ok_batch"] != r["max_ok_batch"]:
+            flag += "  (GPU also ran %d)" % r["island_max_ok_batch"]
         print("%-12s %-10s %8d %8d %+7.1f%% %13.2f %13.2f%s" % (
             r["model"], r["config"], r["max_ok_batch"], est["max_batch"], 100 * e,
             (r.get("peak_allocated_at_max") or 0) / 2**30, est["peak_bytes"] / 2**30, flag))
