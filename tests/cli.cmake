@@ -128,9 +128,14 @@ set_tests_properties(validate_unit PROPERTIES TIMEOUT 300)
 # ARCHIVE), and compare each validate/results/SET-h200-torch2.11.jsonl measured on its
 # models, per exporter variant (default: dynamo-train-dyn and legacy-train-dyn).
 function(memest_matrix archive)
-  cmake_parse_arguments(M "" "" "SETS;VARIANTS" ${ARGN})
+  cmake_parse_arguments(M "" "TAG" "SETS;VARIANTS" ${ARGN})
   if(NOT M_VARIANTS)
     set(M_VARIANTS dynamo-train-dyn legacy-train-dyn)
+  endif()
+  # The card and torch the sets were measured on (their file names): h200-torch2.11
+  # unless the device lent another card.
+  if(NOT M_TAG)
+    set(M_TAG h200-torch2.11)
   endif()
   if(NOT EXISTS ${PROJECT_SOURCE_DIR}/models/${archive}.tar.xz)
     return()
@@ -147,7 +152,7 @@ function(memest_matrix archive)
   set_tests_properties(${archive}_loads PROPERTIES FIXTURES_REQUIRED ${archive} TIMEOUT 900)
   foreach(set ${M_SETS})
     # Larger sets are committed xz-compressed; compare reads either.
-    set(results validate/results/${set}-h200-torch2.11.jsonl)
+    set(results validate/results/${set}-${M_TAG}.jsonl)
     if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${results})
       set(results ${results}.xz)
     endif()
@@ -155,7 +160,7 @@ function(memest_matrix archive)
       add_test(NAME accuracy_${set}_${variant}
                COMMAND ${MEMEST_PYTHON} -m validate compare ${results}
                        --memest $<TARGET_FILE:memest> --models-dir ${dest}/${variant} --skip-missing
-                       --key ${set}-h200-torch2.11.jsonl@${variant} --enforce
+                       --key ${set}-${M_TAG}.jsonl@${variant} --enforce
                WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
       set_tests_properties(accuracy_${set}_${variant} PROPERTIES FIXTURES_REQUIRED ${archive} TIMEOUT 900)
     endforeach()
@@ -244,6 +249,9 @@ memest_matrix(matrix-blind21-h200-torch2.11 SETS sample27 random29)
 # session, compared once at the start of session 27 (blind22-compare-h200-torch2.11.txt),
 # now a regression set.
 memest_matrix(matrix-blind22-h200-torch2.11 SETS sample28 random30)
+# Session 27's (gpu_session27.sh: sample seed 29, random seed 31), measured on an H100,
+# compared once (blind23-compare-h100-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind23-h100-torch2.11 SETS sample29 random31 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
