@@ -19,6 +19,11 @@ seqtrace() {  # OUTNAME CASES [BUDGET]: whole allocation event sequences of MODE
 # (none a set or an earlier draw holds; b1-bf16-adamw and b2-fp32-adam), the largest batch
 # under 24 GiB for twelve of them (fp16-adam), 200 random modules (b1-fp16-adam), all
 # exported through both exporters into /tmp/matrix. Runs in the background.
+mb_part() {  # SAMPLE_SEED NAMES FROM,TO: the largest batch of those drawn models under 24 GiB
+  python3 -m validate maxbatch --set sample:$1:30 --configs fp16-adam --budget 24GiB --deadline $dl \
+      --models "$(echo "$2" | tr ',' '\n' | sed -n "$3p" | paste -sd,)" \
+      --out /tmp/res/mb-${3/,/-}.jsonl > $L/mb-${3/,/-}.log 2>&1
+}
 blind_sample() {
   local s=$1 r=$2 names h1 h2 part
   m --set random:$r:200 --configs b1-fp16-adam --out /tmp/res/r$r.jsonl > $L/m-r$r.log 2>&1 &
@@ -30,11 +35,17 @@ blind_sample() {
   h2=$(echo "$names" | tr ',' '\n' | awk 'NR%2==0' | paste -sd,)
   m --set sample:$s:30 --models "$h1" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s1.jsonl > $L/m-s1.log 2>&1 &
   m --set sample:$s:30 --models "$h2" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s2.jsonl > $L/m-s2.log 2>&1 &
-  for part in 2,5 12,15 22,25; do
-    python3 -m validate maxbatch --set sample:$s:30 --configs fp16-adam --budget 24GiB --deadline $dl \
-        --models "$(echo "$names" | tr ',' '\n' | sed -n "${part}p" | paste -sd,)" \
-        --out /tmp/res/mb-${part/,/-}.jsonl > $L/mb-${part/,/-}.log 2>&1 &
-  done
+  # Three searches under a 24 GiB cap at once fill an 80 GB card with the measuring
+  # beside them (session 27's H100: two searches ran out of memory with the card full,
+  # at 1.1 and 19.7 GiB of their own); below 120 GiB the third waits for the first.
+  local total_mib
+  total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+  if [ "${total_mib:-0}" -ge 122880 ]; then
+    for part in 2,5 12,15 22,25; do mb_part $s "$names" $part & done
+  else
+    (mb_part $s "$names" 2,5; mb_part $s "$names" 22,25) &
+    mb_part $s "$names" 12,15 &
+  fi
   python3 -m validate matrix --set sample:$s:30 --models "$names" --out /tmp/matrix --jobs 5 --deadline $dl \
       --variants legacy-train-dyn,dynamo-train-dyn > $L/x-sample.log 2>&1 &
 }
