@@ -19,7 +19,7 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> cmds = {
       {"estimate", "peak GPU memory of a training step (the default: memest MODEL ...)",
        "memest models/resnet50.onnx --batch 64 --optim adam --amp", setup_estimate},
-      {"sweep", "largest batch (or --sweep dim) that fits a budget or a GPU; near the cap not every smaller one fits, so it also reports the largest up to which all do",
+      {"sweep", "largest batch (or --sweep dim) up to which every one fits a budget or a GPU; near the cap a larger one may fit above one that does not: it is named beside the answer, as a gamble",
        "memest sweep models/gpt_mini.onnx --gpu a100-80gb --dim seq=256 --margin 5%", setup_sweep},
       {"check", "will this batch fit? exit 0 fits, 1 does not, 2 error",
        "memest check models/resnet18.onnx --batch 256 --budget 24GiB", setup_check},
