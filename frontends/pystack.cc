@@ -143,7 +143,13 @@ int PyStackReader::statement(std::string_view file, std::string_view line, std::
     PyStatement s;
     s.where = std::move(where);
     const Assignment a = assigned_names(code);
-    s.binds = a.binds;
+    // A higher-order op's body is generated code (torch.fx's GraphModule: File
+    // "<eval_with_key>.N") that lets each value go at its last use ("relu_1 =
+    // aten.relu(mul_49);  mul_49 = None"): its names hold nothing longer. Its frame is
+    // the stack's only one, so it would otherwise pass for the top-level forward's and
+    // hold the body's values to the forward's end (DeepSeek-V3.2's no_grad indexer:
+    // 68 MB blocks held past lm_head).
+    s.binds = a.binds && !file.starts_with("<eval_with_key>");
     s.augmented = a.augmented;
     s.code = std::string(trim(code));
     for (const std::string& n : a.names) s.targets.push_back(name(n));

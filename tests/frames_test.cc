@@ -302,6 +302,49 @@ TEST_CASE("a dynamo stack trace: frames, the names each statement assigns, the m
   CHECK(reader.read("", ns) == -1);
 }
 
+TEST_CASE("a higher-order op's body (generated code) binds no names: its values go at their last use") {
+  // DeepSeek-V3.2's indexer runs under @torch.no_grad(), which torch.export makes a
+  // wrap_with_set_grad_enabled body; its nodes' only frame is the body's generated
+  // forward, which sets each value to None after its last use.
+  PySource py;
+  PyStackReader reader(py);
+  const char* body = "File \"<eval_with_key>.176\", line 43, in forward\n"
+                     "    relu_1 = torch.ops.aten.relu.default(mul_49);  mul_49 = None";
+  const std::string ns = ": pkg.Root/model.layers.1.self_attn.indexer: pkg.Indexer/relu_1: aten.relu.default";
+  const int s = reader.read(body, ns);
+  REQUIRE(s == 0);
+  REQUIRE(py.stacks[0].size() == 1);
+  const PyStatement& st = py.statements[py.stacks[0][0].statement];
+  CHECK(st.targets.size() == 1);  // it assigns relu_1 ...
+  CHECK_FALSE(st.binds);          // ... and lets it go at its last use
+  // The same statement in a module's own code binds.
+  const int own = reader.read("File \"/m.py\", line 43, in forward\n    relu_1 = torch.relu(mul_49)", ns);
+  CHECK(py.statements[py.stacks[static_cast<size_t>(own)][0].statement].binds);
+
+  // In a graph: a body's value read by a later body statement is not held past its
+  // reader (the frame is the stack's only one, the top level's, which returns last).
+  Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> a @idx
+node Relu a -> b @idx
+node Relu b -> c @idx
+node Relu c -> z @head
+output z
+)");
+  PySource& gp = g.python;
+  PyStackReader greader(gp);
+  const char* lines[] = {"a = torch.ops.aten.relu.default(x)", "b = torch.ops.aten.relu.default(a);  a = None",
+                         "c = torch.ops.aten.relu.default(b);  b = None"};
+  for (int k = 0; k < 3; ++k) {
+    const std::string t = "File \"<eval_with_key>.5\", line " + std::to_string(10 + k) + ", in forward\n    " + lines[k];
+    g.nodes[k].py_stack = greader.read(t, ": pkg.Root/idx: pkg.Idx/relu: aten.relu.default");
+  }
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("a")] == -1);
+  CHECK(release[g.find_tensor("b")] == -1);
+}
+
 TEST_CASE("what a statement's first line assigns") {
   CHECK(assigned_names("h = self.ln(x)").names == std::vector<std::string>{"h"});
   CHECK(assigned_names("q, k, v = x.split(d, 2)").names == std::vector<std::string>{"q", "k", "v"});
