@@ -127,8 +127,8 @@ int run_sweep(const SweepOptions& o) {
     };
     int tried = 0;
     // The last probe that fitted after the cap emptied the cache made the estimate the
-    // answer needs; the largest value that fits is always the last probe that fitted
-    // (search_fitting), so near the cap the answer costs no replay of its own.
+    // answer needs; when that probe is the answer (often: the walk for the first
+    // failure ends just above it), the answer costs no replay of its own.
     std::optional<BudgetProbe> last_fit;
     int64_t last_fit_value = 0;
     found = search_fitting(

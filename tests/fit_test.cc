@@ -34,7 +34,7 @@ TEST_CASE("monotone fitting: the search is the bisection's answer") {
   const FitSearch f = run(r);
   CHECK(f.contiguous == 126);
   CHECK(f.largest == 126);
-  // 1, 2, 4, ..., 128, then bisection between 64 and 128: 16 values, no scan.
+  // 1, 2, 4, ..., 128 (8 values), then bisection between 64 and 128 (6): 14, no scan.
   CHECK(r.asked.size() == 14);
 }
 
@@ -62,9 +62,9 @@ TEST_CASE("the bisection's answer above a failure is not the answer: blind22's s
 }
 
 TEST_CASE("the first failure of a wide range: every stride-th value, then one by one below the first that failed") {
-  // Calm to 4999, at the cap to 9000 but for a gap of 5 batches: wherever it lies, a
-  // stride of ceil(4001 / kMaxScan) = 84 > 5 may step over it, so the gap here is wider
-  // than a stride and is found at its first batch.
+  // Calm to 4999, at the cap to 9000 but for a gap of 90 batches, wider than the
+  // stride of ceil(4001 / kMaxScan) = 84: wherever it lies, a stride-th value falls in
+  // it, and the one-by-one walk below that value finds its first batch.
   for (int64_t gap : {5000, 5001, 5083, 8000, 8916}) {
     CapRule r{4999, {}};
     for (int64_t b = 5000; b <= 9000; ++b) {
