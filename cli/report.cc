@@ -231,6 +231,7 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
   // Parameters not yet counted: tied weights count once.
   std::vector<char> uncounted(g.tensors.size(), 0);
   for (size_t t = 0; t < g.tensors.size(); ++t) uncounted[t] = g.tensors[t].kind == TensorKind::Parameter;
+  for (int t : g.gradless_parameters) uncounted[static_cast<size_t>(t)] = 1;
   const std::vector<bool> trains = trainable_parameters(g, a.train.train, a.train.freeze);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
@@ -382,6 +383,8 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.field("parameter_count", a.accounting.parameter_count);
   w.field("trainable_parameter_count", a.accounting.trainable_count);
   w.field("trainable_parameters", a.accounting.trainable_bytes);
+  w.field("gradless_parameter_count", a.accounting.gradless_count);
+  w.field("gradless_parameters", a.accounting.gradless_bytes);
   w.end_object();
   w.field("batch", e.batch);
   w.key("components");
@@ -509,17 +512,25 @@ void write_summary(std::ostream& out, const Analysis& a, const Estimate& e) {
     out << buf;
     // The caching allocator rounds each tensor up (512 B at least), so the
     // parameters' blocks are more than their exact size, printed below.
-    if (static_cast<Category>(c) == Category::Parameters && e.peak.components[c] != a.accounting.parameter_bytes) {
+    const int64_t gradless = a.accounting.gradless_bytes;
+    if (static_cast<Category>(c) == Category::Parameters &&
+        e.peak.components[c] != a.accounting.parameter_bytes - gradless) {
       out << "  (allocator-rounded)";
+    }
+    if (static_cast<Category>(c) == Category::Buffers && gradless > 0) {
+      out << "  (" << format_bytes(gradless) << " of them parameters no gradient reaches)";
     }
     out << "\n";
   }
-  const bool finetuning = a.accounting.trainable_count != a.accounting.parameter_count;
-  out << "\nParameters: " << thousands(a.accounting.parameter_count) << " ("
-      << format_bytes(a.accounting.parameter_bytes) << " exact)"
-      << (finetuning ? ", of which " + thousands(a.accounting.trainable_count) + " (" +
-                           format_bytes(a.accounting.trainable_bytes) + ") train"
+  const Accounting& acc = a.accounting;
+  const bool finetuning = acc.trainable_count + acc.gradless_count != acc.parameter_count;
+  out << "\nParameters: " << thousands(acc.parameter_count) << " (" << format_bytes(acc.parameter_bytes) << " exact)"
+      << (finetuning ? ", of which " + thousands(acc.trainable_count) + " (" + format_bytes(acc.trainable_bytes) +
+                           ") train"
                      : std::string())
+      << (acc.gradless_count ? ", of which " + thousands(acc.gradless_count) + " (" +
+                                   format_bytes(acc.gradless_bytes) + ") no gradient reaches (read under no_grad)"
+                             : std::string())
       << ", buffers " << format_bytes(a.accounting.buffer_bytes)
       << ", inputs and targets " << format_bytes(a.accounting.input_bytes.eval(e.bindings)) << "\n\n";
 }
@@ -560,7 +571,8 @@ void write_layer_table(std::ostream& out, const Analysis& a, const Estimate& e, 
   out << std::string(width, '=') << "\n";
   out << a.graph.file.substr(a.graph.file.find_last_of('/') + 1) << "\n";
   int64_t total_params = 0, total_saved = 0, total_peak = 0;
-  const bool finetuning = a.accounting.trainable_count != a.accounting.parameter_count;
+  const bool finetuning =
+      a.accounting.trainable_count + a.accounting.gradless_count != a.accounting.parameter_count;
   // Fine-tuning: a frozen row's count ends in "F", a partly frozen one's in "f".
   auto params_cell = [&](const LayerRow& r) {
     if (!r.parameters) return std::string("--");

@@ -47,7 +47,10 @@ std::set<SymbolId> batch_symbols(const Graph& g) {
 // initializers like parameters) that reaches no output through an input that has a
 // gradient (a causal mask read by Slice, Equal and Where's condition) is a buffer:
 // PyTorch gives it no gradient and no optimizer state, and torch's parameter count
-// does not hold it. An op without a table entry is taken as differentiable.
+// does not hold it. An op without a table entry is taken as differentiable. Where the
+// file lists its parameters (a dynamo export), a listed weight no gradient reaches
+// (read only under torch.no_grad()) stays torch's parameter in the count:
+// Graph::gradless_parameters.
 void demote_untrained_parameters(Graph& g) {
   std::vector<bool> needed(g.tensors.size(), false);
   bool outputs = false;
@@ -65,7 +68,9 @@ void demote_untrained_parameters(Graph& g) {
   }
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
-    if (ten.kind == TensorKind::Parameter && !needed[t] && !ten.consumers.empty()) ten.kind = TensorKind::Buffer;
+    if (ten.kind != TensorKind::Parameter || needed[t] || ten.consumers.empty()) continue;
+    ten.kind = TensorKind::Buffer;
+    if (g.lists_parameters) g.gradless_parameters.push_back(static_cast<int>(t));
   }
 }
 
@@ -106,6 +111,18 @@ Accounting account(const Graph& g, const TrainConfig& cfg) {
     } else if (t.kind == TensorKind::Input) {
       a.input_bytes = a.input_bytes + t.bytes();
     }
+  }
+  // Counted as the buffers they are in memory above; torch counts them as parameters.
+  for (int k : g.gradless_parameters) {
+    const Tensor& t = g.tensors[static_cast<size_t>(k)];
+    if (t.consumers.empty() || !t.shape || t.kind != TensorKind::Buffer) continue;
+    const int64_t n = product(*t.shape).as_const().value_or(0);
+    const int64_t bytes = checked_mul(n, dtype_size(t.dtype));
+    a.parameter_count = checked_add(a.parameter_count, n);
+    a.parameter_bytes = checked_add(a.parameter_bytes, bytes);
+    a.gradless_count = checked_add(a.gradless_count, n);
+    a.gradless_bytes = checked_add(a.gradless_bytes, bytes);
+    a.buffer_bytes -= bytes;
   }
   return a;
 }

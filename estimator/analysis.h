@@ -32,6 +32,10 @@ struct Accounting {
   int64_t trainable_count = 0;  ///< parameters that train (--train / --freeze; all by default)
   int64_t trainable_bytes = 0;
   int64_t buffer_bytes = 0;
+  /// Parameters no gradient reaches (Graph::gradless_parameters), in parameter_count and
+  /// parameter_bytes but neither trainable nor buffers: no gradient, no optimizer state.
+  int64_t gradless_count = 0;
+  int64_t gradless_bytes = 0;
   Expr input_bytes;  ///< x and y, symbolic in the batch
 };
 

@@ -206,6 +206,12 @@ struct Graph {
   PySource python;                ///< the Python stacks nodes were traced in (Node::py_stack)
   /// The aten op of each call nodes name in Node::call ("aten.gelu.default").
   std::vector<std::string> calls;
+  /// The exporter lists which initializers are parameters (a dynamo export's graph
+  /// signature), so a listed weight no gradient reaches is still torch's parameter.
+  bool lists_parameters = false;
+  /// Such parameters (DeepSeek-V3.2's @torch.no_grad() indexer projections): buffers in
+  /// memory (no gradient, no optimizer state), parameters in torch's count.
+  std::vector<int> gradless_parameters;
 
   /// Id of the tensor with this name, creating it if absent.
   int tensor_id(std::string_view name);

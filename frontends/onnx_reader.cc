@@ -722,6 +722,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
     reads = parameter_reads(model, lowering.fx_calls());
     classify_group_norm_initializers(g, reads);
     keep_exported_parameters(g, *params, buffers, reads);
+    g.lists_parameters = true;
     restore_dropped_biases(g, *params, reads);
   }
   for (const auto& name : declared_buffers(model)) {

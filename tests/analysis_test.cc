@@ -102,4 +102,38 @@ TEST_CASE("inference export: a BatchNormalization in inference mode") {
   CHECK(a.inference_evidence == "BatchNormalization in inference mode");
 }
 
+
+// A weight that a dynamo export lists among its parameters but that no gradient reaches
+// (read only under torch.no_grad(): DeepSeek-V3.2's indexer projections; here a gate
+// read through a comparison) is a buffer in memory and torch's parameter in the count.
+namespace {
+const char* kGatedByParameter =
+    "opset 17\ninput x float32 batch,8\n"
+    "param gate.weight float32 8\n"                                  // 32 B, reaches only a bool
+    "node Greater gate.weight gate.weight -> m @gate\n"
+    "node Where m x x -> z @gate\n"
+    "param fc.weight float32 10,8\nparam fc.bias float32 10\n"      // 320 B + 40 B
+    "node Gemm z fc.weight fc.bias -> y transB=1 @fc\noutput y\n";
+}
+
+TEST_CASE("parameters: a listed weight no gradient reaches counts as torch's parameter, not as trained") {
+  Graph g = read_text_graph(kGatedByParameter, "gated.txt");
+  g.lists_parameters = true;  // as a dynamo export's graph signature makes it
+  const Analysis a = analyze(std::move(g), AnalysisOptions{});
+  CHECK(a.accounting.parameter_count == 8 + 80 + 10);
+  CHECK(a.accounting.parameter_bytes == 32 + 320 + 40);
+  CHECK(a.accounting.trainable_count == 90);
+  CHECK(a.accounting.trainable_bytes == 360);
+  CHECK(a.accounting.gradless_count == 8);
+  CHECK(a.accounting.gradless_bytes == 32);
+  CHECK(a.accounting.buffer_bytes == 0);
+}
+
+TEST_CASE("parameters: without the exporter's list the same weight is a buffer (the legacy exporter's masks)") {
+  const Analysis a = analyze_text(kGatedByParameter, "gated.txt");
+  CHECK(a.accounting.parameter_bytes == 360);
+  CHECK(a.accounting.gradless_bytes == 0);
+  CHECK(a.accounting.buffer_bytes == 32);
+}
+
 }  // namespace memest
