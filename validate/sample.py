@@ -2,13 +2,16 @@
 
 `--set sample:SEED:N` is N models drawn with SEED, on the GPU machine, from what its
 libraries list: timm's model names (at their default input size) and transformers'
-causal-LM and sequence-classification model types (built from the type's default config,
-shrunk: 2 layers, hidden 256, 4 heads, vocab 8000). Names in any of the project's sets
+causal-LM, sequence-classification and image-classification model types (built from the
+type's default config, shrunk: 2 layers, hidden 256, 4 heads, vocab 8000; an image model at
+its config's image size and channels, 2 labels). Names in any of the project's sets
 are left out, and so is a draw that does not build or is too large (over 60 M
 parameters) or, from timm, has fewer than the 1000 classes its labels are drawn
 from: the next name is drawn instead, so a seed always names the same models on
 the same library versions. A model's name says how to rebuild it (`st_<timm name>`,
-`sh_<model type>_<lm|cls>`), so the measuring worker needs nothing else.
+`sh_<model type>_<lm|cls|img>`), so the measuring worker needs nothing else. The image
+task came in session 28, when the draw found only two language model types left
+(blind24: 22 architectures where 30 were asked for).
 
 Nothing is tuned on a sample before it is measured and compared once; the next session
 takes it as training data and draws a new one.
@@ -56,7 +59,36 @@ def _hf_config(model_type):
     return cfg
 
 
+# Image classifiers the corpus builds from transformers already (validate/corpus.py's _hfimg).
+CORPUS_IMAGE_TYPES = {"vit", "swinv2", "beit", "segformer", "dinov2", "convnextv2"}
+
+
+def _image_size(cfg):
+    size = getattr(cfg, "image_size", 224)
+    if isinstance(size, (list, tuple)):
+        return int(size[0]), int(size[-1])
+    return int(size), int(size)
+
+
+def _hf_image_entry(model_type):
+    cfg = _hf_config(model_type)
+    h, w = _image_size(cfg)
+    channels = int(getattr(cfg, "num_channels", 3) or 3)
+
+    def build():
+        import transformers
+        from validate.corpus import _PixelValues, _wrap_first
+        return _wrap_first(_PixelValues(transformers.AutoModelForImageClassification.from_config(_hf_config(model_type))))
+    batches = (16, 32) if max(h, w) <= 256 else (4, 8)
+    return Entry("sh_%s_img" % model_type, build, [InputSpec("input", (channels, h, w))], "ce", TargetSpec((), 2),
+                 batches, "transformers %s image classifier (small)" % model_type, needs="transformers",
+                 family="sample_vision", subdir="sample")
+
+
 def _hf_entry(model_type, task):
+    if task == "img":
+        return _hf_image_entry(model_type)
+
     def build():
         import transformers
         from validate.corpus import _wrap_logits
@@ -106,6 +138,7 @@ def _candidates():
     out = ["st_" + n for n in timm.list_models()]
     out += ["sh_%s_lm" % t for t in ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES]
     out += ["sh_%s_cls" % t for t in ma.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES]
+    out += ["sh_%s_img" % t for t in ma.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES if t not in CORPUS_IMAGE_TYPES]
     return sorted(out)
 
 
