@@ -129,11 +129,17 @@ void statement_holds(const Graph& g, std::vector<int>& release) {
   if (runs.empty()) return;
 
   // Where the binding made by run r lets go: the end of the first later run of its
-  // invocation that assigns all of r's names, else the invocation's end.
+  // invocation that assigns all of r's names, else the invocation's end. A tensor read
+  // by a later statement is not the one an unpacking gives `_` (the name Python code
+  // writes for a value it drops: transformers' `hidden_states, _ = self.self_attn(...)`
+  // holds the attention's output in `hidden_states` alone, and the residual add that
+  // rebinds it lets that go; requiring `_` too held it to the decoder layer's end).
+  const int underscore = py.name_id("_");
   auto rebound = [&](int r) {
     Run& x = runs[static_cast<size_t>(r)];
     if (x.rebound != -2) return x.rebound;
-    const std::vector<int>& names = py.statements[static_cast<size_t>(x.statement)].targets;
+    std::vector<int> names = py.statements[static_cast<size_t>(x.statement)].targets;
+    if (names.size() > 1) std::erase(names, underscore);
     const Invocation& in = invocations[static_cast<size_t>(x.invocation)];
     x.rebound = in.end;
     const auto at = std::find(in.runs.begin(), in.runs.end(), r);

@@ -156,6 +156,13 @@ struct PySource {
   std::vector<std::vector<PyFrame>> stacks;  ///< outermost frame first
   std::vector<std::string> names;
   bool empty() const { return stacks.empty(); }
+  /// The id of a name the statements assign, or -1 when none assigns it.
+  int name_id(std::string_view name) const {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
   /// The statement `up` frames out from the innermost of stack `stack` (0: the innermost),
   /// or nullptr when there is no such frame (no trace: `stack` < 0).
   const PyStatement* statement_of(int stack, size_t up = 0) const {

@@ -230,6 +230,38 @@ output w
   CHECK(release[g.find_tensor("h1")] == -1);  // read by the return statement itself
 }
 
+TEST_CASE("with Python stacks, an unpacking's `_` holds nothing a later statement reads") {
+  //   def forward(self, x):        # layer
+  //       h = self.ln(x)           # l.py:30
+  //       h, _ = self.attn(h)      # l.py:31  transformers' decoder layers (attn weights to _)
+  //       h = x + h                # l.py:32  rebinds h: the attention's output goes at the Add
+  //       return self.mlp(h)       # l.py:33
+  // With a second real name instead of `_` (h, w = ...), which of the two holds the
+  // attention's output is unknown: it is held until both are rebound, here the return.
+  for (const bool underscore : {true, false}) {
+    CAPTURE(underscore);
+    Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> n @layer.ln
+node Relu n -> a @layer.attn
+node Add x a -> h1 @layer
+node Relu h1 -> z @layer.mlp
+node Relu z -> w @head
+output w
+)");
+    PySource& py = g.python;
+    py.names = {"h", underscore ? "_" : "w"};
+    py.statements = {{"m.py:10", {0}, true}, {"l.py:30", {0}, true}, {"l.py:31", {0, 1}, true},
+                     {"l.py:32", {0}, true}, {"l.py:33", {}, false}, {"m.py:11", {}, false}};
+    py.stacks = {{{0, 0}, {1, 1}}, {{0, 0}, {2, 1}}, {{0, 0}, {3, 1}}, {{0, 0}, {4, 1}}, {{5, 0}}};
+    for (int k = 0; k < 5; ++k) g.nodes[k].py_stack = k;
+    const std::vector<int> release = frame_release_nodes(g);
+    // Released by the Add that reads it (-1: no hold past its last use), or at the return.
+    CHECK(release[g.find_tensor("a")] == (underscore ? -1 : node_index(g, "layer.mlp")));
+  }
+}
+
 TEST_CASE("dynamo export: a node written without metadata runs in the statement of the traced node before it") {
   //   x = self.blk(x)                            # m.py:5
   //     x = x + self.attn(self.ln(x))            # b.py:20   (blk)
