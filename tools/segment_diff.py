@@ -17,12 +17,8 @@ reserved peaks (GPU 21.81 GB, memest 17.78 GB), and their segments parted at lay
 """
 import argparse
 import bisect
-import json
-import lzma
-import os
-import subprocess
-import sys
-import tempfile
+
+from sequence_diff import load_trace, memest_events
 
 MiB = 1 << 20
 
@@ -89,38 +85,22 @@ class Allocator:
 
 
 def gpu_requests(path, case):
-    opener = lzma.open if path.endswith(".xz") else open
-    with opener(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("case") != case:
-                continue
-            out, ids, made = [], {}, 0
-            for i, e in enumerate(r["events"]):
-                kind, addr, size = e[0], e[1], e[2]
-                if kind == "a":
-                    ids[addr] = made
-                    made += 1
-                    out.append(("A", size, ids[addr], "event %d" % i))
-                elif kind == "f" and addr in ids:
-                    out.append(("F", size, ids.pop(addr), "event %d" % i))
-            return r["memest_args"], out
-    sys.exit("segment_diff: %s holds no sequence of %s" % (path, case))
+    r = load_trace(path, case, uncapped=True)
+    out, ids, made = [], {}, 0
+    for i, e in enumerate(r["events"]):
+        kind, addr, size = e[0], e[1], e[2]
+        if kind in ("a", "alloc"):
+            ids[addr] = made
+            made += 1
+            out.append(("A", size, ids[addr], "event %d" % i))
+        elif kind in ("f", "free_requested") and addr in ids:
+            out.append(("F", size, ids.pop(addr), "event %d" % i))
+    return r["memest_args"], out
 
 
 def memest_requests(memest, onnx, args):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "events.tsv")
-        run = subprocess.run([memest, onnx] + args + ["--events", path], capture_output=True, text=True)
-        if run.returncode != 0:
-            sys.exit("segment_diff: memest failed: " + run.stderr.strip())
-        out = []
-        with open(path) as f:
-            next(f)
-            for line in f:
-                it, phase, kind, size, category, node, block = line.rstrip("\n").split("\t")
-                out.append((kind, int(size), int(block), "it%s %s %s %s" % (it, phase, category, node)))
-        return out
+    return [(kind, int(size), int(block), "it%s %s %s %s" % (it, phase, category, node))
+            for it, phase, kind, size, category, node, block in memest_events(memest, onnx, args)]
 
 
 def segments(seq, min_bytes):

@@ -22,15 +22,20 @@ import sys
 import tempfile
 
 
-def gpu_sequence(path, case, min_bytes):
+def load_trace(path, case, uncapped=False):
+    """The first record of CASE with its events in TRACES (with `uncapped`, the first
+    one measured without a cap)."""
     opener = lzma.open if path.endswith(".xz") else open
     with opener(path, "rt") as f:
         for line in f:
             r = json.loads(line)
-            if r.get("case") == case and isinstance(r.get("events"), list):
-                break
-        else:
-            sys.exit("sequence_diff: %s holds no event trace of %s" % (path, case))
+            if r.get("case") == case and isinstance(r.get("events"), list) and not (uncapped and r.get("budget_bytes")):
+                return r
+    sys.exit("%s: %s holds no event trace of %s" % (os.path.basename(sys.argv[0]), path, case))
+
+
+def gpu_sequence(path, case, min_bytes):
+    r = load_trace(path, case)
     live, seq = {}, []
     for e in r["events"]:
         kind, addr, size = e[0], e[1], e[2]
@@ -45,20 +50,25 @@ def gpu_sequence(path, case, min_bytes):
     return r["memest_args"], seq
 
 
-def memest_sequence(memest, onnx, args, min_bytes):
+def memest_events(memest, onnx, args):
+    """memest's request events for the case (`--events`): (iteration, phase, kind A/F,
+    bytes, category, node, block) each."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "events.tsv")
         run = subprocess.run([memest, onnx] + args + ["--events", path], capture_output=True, text=True)
         if run.returncode != 0:
-            sys.exit("sequence_diff: memest failed: " + run.stderr.strip())
-        seq = []
+            sys.exit("%s: memest failed: %s" % (os.path.basename(sys.argv[0]), run.stderr.strip()))
         with open(path) as f:
             next(f)
-            for line in f:
-                it, phase, kind, size, category, node, block = line.rstrip("\n").split("\t")
-                if int(size) >= min_bytes:
-                    seq.append((kind, int(size), "it%s %s %s b%s %s" % (it, phase, category, block, node)))
-        return seq
+            return [tuple(line.rstrip("\n").split("\t")) for line in f]
+
+
+def memest_sequence(memest, onnx, args, min_bytes):
+    seq = []
+    for it, phase, kind, size, category, node, block in memest_events(memest, onnx, args):
+        if int(size) >= min_bytes:
+            seq.append((kind, int(size), "it%s %s %s b%s %s" % (it, phase, category, block, node)))
+    return seq
 
 
 def match_ratio(traces, case, onnx, memest="build/memest", min_mb=1.0):
