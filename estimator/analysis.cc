@@ -8,6 +8,7 @@
 #include "estimator/error.h"
 #include "estimator/explicit_pads.h"
 #include "estimator/norm_casts.h"
+#include "estimator/upcast_matmuls.h"
 #include "estimator/finetune.h"
 #include "estimator/fuse.h"
 #include "estimator/loss.h"
@@ -267,6 +268,10 @@ void norm_casts_pass(PassState& s) { restore_norm_casts(s.g); }
 
 void sort_pass(PassState& s) { verify_and_sort(s.g); }
 
+// Products of operands the code cast to float32 ran with autocast off
+// (estimator/upcast_matmuls.h).
+void upcast_matmuls_pass(PassState& s) { mark_upcast_matmuls(s.g); }
+
 // Shapes and dtypes; then the weights no gradient reaches become buffers, and what the
 // estimate rests on (fallback shapes, ops without a table entry, an inference export).
 void shapes_pass(PassState& s) {
@@ -326,6 +331,7 @@ const Pass kPasses[] = {
     {"norm-casts", norm_casts_pass, &StageTimes::sort},        // RMSNorm casts a float32 export dropped
     {"sort", sort_pass, &StageTimes::sort},            // topological order, well-formedness
     {"shapes", shapes_pass, &StageTimes::shapes},      // dtypes and symbolic shapes, op tables
+    {"upcast-matmuls", upcast_matmuls_pass, &StageTimes::shapes},  // float32 products of .float() operands
     {"fuse", fuse_pass, &StageTimes::fuse},            // kernels PyTorch runs as one
     {"loss", loss_pass, &StageTimes::loss},            // the protocol's loss; exact byte accounting
     {"program", program_pass, &StageTimes::program},   // the training step as allocations

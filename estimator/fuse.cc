@@ -15,15 +15,29 @@
 namespace memest {
 
 // MatMul(x, W^T) [+ Add(b)] where W is a parameter: F.linear.
+// Whether every live reader of w (a Transpose of a weight) is a MatMul taking it as its
+// second operand.
+bool Fuser::shared_weight_view(int w) const {
+  for (int c : consumers(w)) {
+    const Node& n = g_.nodes[c];
+    if (n.op != "MatMul" || n.inputs.size() != 2 || n.inputs[1] != w || n.inputs[0] == w) return false;
+  }
+  return true;
+}
+
 void Fuser::linear(int k) {
   Node& mm = g_.nodes[k];
   if (mm.dead || mm.op != "MatMul" || mm.inputs.size() != 2) return;
   int w = mm.inputs[1];
   std::vector<int> dead = {k};
   int weight = -1;
-  if (Node* tr = producer(w); tr && tr->op == "Transpose" && is_param(tr->inputs[0]) && only_consumer(w) == k) {
+  if (Node* tr = producer(w); tr && tr->op == "Transpose" && is_param(tr->inputs[0]) && shared_weight_view(w)) {
+    // One transposed weight read by several products is one module called several
+    // times (CoaT's parallel blocks call mlp2 on three scales; the dynamo exporter
+    // transposes the weight once): each call is an F.linear of its own. The Transpose
+    // goes with the last of them.
     weight = tr->inputs[0];
-    dead.push_back(T(w).producer);
+    if (only_consumer(w) == k) dead.push_back(T(w).producer);
   } else if (is_param(w)) {
     // A weight stored pre-transposed [in, out]; F.linear's saved bytes are the same.
     weight = w;

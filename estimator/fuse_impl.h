@@ -170,6 +170,7 @@ class Fuser {
 
   // The patterns, each tried at node k (fuse.cc).
   void linear(int k);
+  bool shared_weight_view(int w) const;
   void gelu(int k);
   /// The TorchScript exporter's F.gelu(approximate="tanh") at opsets below 20, from its Tanh.
   void gelu_tanh(int k);

@@ -584,3 +584,46 @@ output z
   // batch 1 (the input is the caller's); the written-out steps keep more.
   CHECK(estimate(fused, 4).peak.peak_bytes < estimate(written, 4).peak.peak_bytes);
 }
+
+TEST_CASE("one transposed weight read by several products is one F.linear per call") {
+  // CoaT's parallel blocks call mlp2 on three scales; ALBERT calls one layer's weights in
+  // every layer: the dynamo exporter transposes such a weight once for all its MatMuls.
+  // Each call is a Linear of its own, and under fp16 autocast the weight is cast once.
+  const char* text = R"(
+opset 17
+input a float32 batch,8
+input b float32 batch,8
+param w float32 16,8
+param bias float32 16
+node Transpose w -> wt perm=[1,0]
+node MatMul a wt -> ma @mlp
+node Add ma bias -> ya @mlp
+node MatMul b wt -> mb @mlp
+node Add mb bias -> yb @mlp
+node Add ya yb -> y
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  cfg.amp = Amp::FP16;
+  const Analysis a = analyze_text(text, cfg);
+  const auto ops = live_ops(a);
+  CHECK(ops.at("Linear") == 2);
+  CHECK(ops.count("Transpose") == 0);
+  CHECK(ops.count("MatMul") == 0);
+  // Forward at batch 2: one fp16 copy of w (16*8*2 = 256 bytes) and of bias (32 bytes) in
+  // autocast's cache, each input cast to fp16 (2*8*2 = 32 bytes), each output [2,16] in
+  // fp16 (64 bytes); the cuBLAS workspace and the sum aside.
+  const Estimate e = estimate(a, 2);
+  int64_t cache = 0, acts = 0;
+  for (const Event& ev : a.program.events) {
+    const Block& blk = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward) continue;
+    if (blk.category == Category::AutocastCache) cache += blk.bytes.eval(e.bindings);
+    if (blk.category == Category::Activations && blk.node >= 0 && a.graph.nodes[blk.node].module == "mlp") {
+      acts += blk.bytes.eval(e.bindings);
+    }
+  }
+  CHECK(cache == 256 + 32);
+  CHECK(acts == 2 * 32 + 2 * 64);
+}
