@@ -255,6 +255,9 @@ memest_matrix(matrix-blind23-h100-torch2.11 SETS sample29 random31 TAG h100-torc
 # Session 28's fresh sample (sample seed 30, random seed 32; blind24), also measured on an H100,
 # compared once (blind24-compare-h100-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind24-h100-torch2.11 SETS sample30 random32 TAG h100-torch2.11)
+# Session 29's fresh sample (sample seed 31, random seed 33; blind25), measured on the
+# H200, compared once (blind25-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind25-h200-torch2.11 SETS sample31 random33)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
