@@ -8,12 +8,12 @@
 #include "estimator/error.h"
 #include "estimator/explicit_pads.h"
 #include "estimator/norm_casts.h"
-#include "estimator/upcast_matmuls.h"
 #include "estimator/finetune.h"
 #include "estimator/fuse.h"
 #include "estimator/loss.h"
 #include "estimator/ops/registry.h"
 #include "estimator/shapes.h"
+#include "estimator/upcast_matmuls.h"
 
 namespace memest {
 namespace {

@@ -14,7 +14,6 @@
 
 namespace memest {
 
-// MatMul(x, W^T) [+ Add(b)] where W is a parameter: F.linear.
 // Whether every live reader of w (a Transpose of a weight) is a MatMul taking it as its
 // second operand.
 bool Fuser::shared_weight_view(int w) const {
@@ -25,6 +24,7 @@ bool Fuser::shared_weight_view(int w) const {
   return true;
 }
 
+// MatMul(x, W^T) [+ Add(b)] where W is a parameter: F.linear.
 void Fuser::linear(int k) {
   Node& mm = g_.nodes[k];
   if (mm.dead || mm.op != "MatMul" || mm.inputs.size() != 2) return;

@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <numeric>
 #include <string>
 
 #include "estimator/analysis.h"
 #include "frontends/text_reader.h"
+#include "tests/simulate_test_util.h"
 
 using namespace memest;
 
@@ -615,15 +617,12 @@ output y
   // autocast's cache, each input cast to fp16 (2*8*2 = 32 bytes), each output [2,16] in
   // fp16 (64 bytes); the cuBLAS workspace and the sum aside.
   const Estimate e = estimate(a, 2);
-  int64_t cache = 0, acts = 0;
-  for (const Event& ev : a.program.events) {
-    const Block& blk = a.program.blocks[ev.block];
-    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward) continue;
-    if (blk.category == Category::AutocastCache) cache += blk.bytes.eval(e.bindings);
-    if (blk.category == Category::Activations && blk.node >= 0 && a.graph.nodes[blk.node].module == "mlp") {
-      acts += blk.bytes.eval(e.bindings);
-    }
-  }
-  CHECK(cache == 256 + 32);
-  CHECK(acts == 2 * 32 + 2 * 64);
+  auto forward_sum = [&](auto keep) {
+    const std::vector<int64_t> bytes = testing::allocated_bytes(a, e, Phase::Forward, keep);
+    return std::accumulate(bytes.begin(), bytes.end(), int64_t{0});
+  };
+  CHECK(forward_sum([](const Node&, const Block& b) { return b.category == Category::AutocastCache; }) == 256 + 32);
+  CHECK(forward_sum([](const Node& n, const Block& b) {
+          return b.category == Category::Activations && n.module == "mlp";
+        }) == 2 * 32 + 2 * 64);
 }
