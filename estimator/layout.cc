@@ -145,6 +145,44 @@ std::vector<int8_t> narrow_layout(const Shape& in, const std::vector<int8_t>& la
   return std::vector<int8_t>(pos.begin(), pos.end());
 }
 
+// select (Layout::Select): the input's strides less the picked dim's. Where that dim was
+// not the outermost in memory (of those not of size 1), the dims outside it are no longer
+// adjacent to those inside: narrow_layout's hole. Persimmon's `fused_qkv.view(b, s, h, 3,
+// d)[..., 0, :]` is such a view, and q reshaped later copies.
+std::vector<int8_t> select_layout(const Shape& in, const std::vector<int8_t>& layout, int64_t axis) {
+  const size_t rank = in.size();
+  if (axis < 0) axis += static_cast<int64_t>(rank);
+  if (axis < 0 || static_cast<size_t>(axis) >= rank || rank > 60) return {-1};
+  if (layout.size() == 1 && layout[0] == -1) return layout;
+  std::vector<int8_t> given = layout;
+  for (size_t i = 0; given.empty() && i < rank; ++i) given.push_back(static_cast<int8_t>(i));
+  if (given.size() != rank) return {-1};
+  // The innermost dim picked leaves strides no layout here spells (none is 1): unknown.
+  const Expr one(1);
+  bool innermost = in[static_cast<size_t>(axis)] != one;
+  for (size_t i = 0; innermost && i < rank; ++i) {
+    innermost = in[i] == one || given[i] <= given[static_cast<size_t>(axis)];
+  }
+  if (innermost && rank > 1) return {-1};
+  Shape cut = in;
+  cut[static_cast<size_t>(axis)] = one;
+  std::vector<int8_t> pos = narrow_layout(in, given, cut);
+  if (pos.size() != rank) return pos;
+  pos.erase(pos.begin() + axis);
+  // Positions in order with none missing between the innermost and the outermost: dense.
+  std::vector<int8_t> sorted = pos;
+  std::sort(sorted.begin(), sorted.end());
+  bool dense = true;
+  for (size_t i = 1; i < sorted.size(); ++i) dense &= sorted[i] == sorted[i - 1] + 1;
+  if (!dense || sorted.empty()) return pos;
+  bool identity = true;
+  for (size_t i = 0; i < pos.size(); ++i) {
+    pos[i] = static_cast<int8_t>(pos[i] - sorted[0]);
+    identity &= pos[i] == static_cast<int8_t>(i);
+  }
+  return identity ? std::vector<int8_t>{} : pos;
+}
+
 // torch.channels_last (4-D) and torch.channels_last_3d (5-D): the channels innermost.
 bool is_channels_last(const std::vector<int8_t>& layout) {
   return layout == std::vector<int8_t>{0, 3, 1, 2} || layout == std::vector<int8_t>{0, 4, 1, 2, 3};
@@ -339,6 +377,11 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       const auto& s = g.tensors[out].shape;
       if (!view || !t || !t->shape || !s || layouts[in0].empty()) return {};
       return narrow_layout(*t->shape, layouts[in0], *s);
+    }
+    case Layout::Select: {
+      const auto& s = g.tensors[out].shape;
+      if (!view || !t || !t->shape || !s || s->size() + 1 != rank) return {};
+      return select_layout(*t->shape, layouts[in0], n.attr_int("axis", 0));
     }
     case Layout::Elementwise:
       return elementwise_layout(g, n, layouts);

@@ -165,6 +165,9 @@ std::optional<std::vector<int8_t>> reshape_layout(const Shape& in, const std::ve
                                                    const Shape& out);
 /// The layout of a view of part of a strided tensor (split, slice): see layout.cc.
 std::vector<int8_t> narrow_layout(const Shape& in, const std::vector<int8_t>& layout, const Shape& out);
+/// select's view (Layout::Select): the input's layout less dim `axis`, with a hole where it was
+/// unless it was the outermost in memory; {} when that is contiguous.
+std::vector<int8_t> select_layout(const Shape& in, const std::vector<int8_t>& layout, int64_t axis);
 /// A 4-D [N, C, H, W] tensor stored as N, H, W, C (torch.channels_last).
 bool is_channels_last(const std::vector<int8_t>& layout);
 /// The memory layout of node n's output tensor `out` (see Layout), given its inputs'

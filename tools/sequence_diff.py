@@ -87,6 +87,9 @@ def main():
     p.add_argument("--memest", default="build/memest")
     p.add_argument("--min-mb", type=float, default=1.0, help="leave out requests below this many MB (10^6 B)")
     p.add_argument("--show", type=int, default=30, help="stretches that differ to print")
+    p.add_argument("--live", action="store_true",
+                   help="print, after each stretch that differs, the bytes each side holds live "
+                        "(of the requests kept) and their difference, so a jump says where memory is missed")
     a = p.parse_args()
     min_bytes = a.min_mb * 1e6
     args, gpu = gpu_sequence(a.traces, a.case, min_bytes)
@@ -96,7 +99,10 @@ def main():
     sm = difflib.SequenceMatcher(None, ga, ma, autojunk=False)
     print("%s: GPU %d requests and frees, memest %d; match ratio %.3f" % (a.case, len(ga), len(ma), sm.ratio()))
     shown = 0
+    live_gpu = live_mem = 0
     for op, i1, i2, j1, j2 in sm.get_opcodes():
+        live_gpu += sum(x[1] if x[0] == "A" else -x[1] for x in gpu[i1:i2])
+        live_mem += sum(x[1] if x[0] == "A" else -x[1] for x in mem[j1:j2])
         if op == "equal":
             continue
         shown += 1
@@ -106,6 +112,9 @@ def main():
         print("%-7s GPU[%d:%d] %s" % (op, i1, i2, " ".join(ga[i1:i2][:8]) + (" ..." if i2 - i1 > 8 else "")))
         for x in mem[j1:j2][:8]:
             print("          memest %s %.1f MB  %s" % (x[0], x[1] / 1e6, x[2]))
+        if a.live:
+            print("          live after: GPU %.1f MB, memest %.1f MB, memest - GPU %+.1f MB"
+                  % (live_gpu / 1e6, live_mem / 1e6, (live_mem - live_gpu) / 1e6))
     return 0
 
 

@@ -100,6 +100,9 @@ enum class Layout : uint8_t {
   /// cut to fewer elements. Known when every cut dim is left with one element or is the
   /// outermost in memory (merging it with a neighbour stays a view); else unknown.
   Narrow,
+  /// select (x[:, 0]): Narrow's rule for the picked dim cut to one element, which then
+  /// goes; where it was not the outermost in memory, its place is a hole.
+  Select,
   /// The output takes its input's suggested memory format: channels-last when a 4-D
   /// input is, else contiguous (cuDNN's convolutions; max/avg pooling and upsampling,
   /// whose CUDA kernels allocate in input.suggest_memory_format()).

@@ -655,6 +655,20 @@ Workspace circular_pad_backward_copy(const Graph& g, const Node& n, DType run, b
   return output_bytes(g, n, 0, run);
 }
 
+// Integer indexing (x[:, 0], x[..., 0, :], unbind's pieces in a dynamo export) is
+// aten::select: a view (TensorShape.cpp, select's as_strided), whose backward
+// (select_backward) writes the gradient into zeros of the input's size. Both exporters
+// write it as a Gather with a 0-d constant index (the dynamo exporter names the node
+// "node_select"); index_select and embedding index with a tensor of rank >= 1 and copy.
+// seqtrace29 sh_persimmon_cls: the q, k, v picked from the fused projection are views that
+// keep it until backward; memest had copied them and freed the projection.
+const OpInfo* gather_select(const Graph& g, const Node& n, const Dispatch&) {
+  static const OpInfo* const select = find_op("memest", "Select");
+  if (!n.has_input(1)) return nullptr;
+  const Tensor& index = g.tensors[n.inputs[1]];
+  return index.shape && index.shape->empty() && index.value ? select : nullptr;
+}
+
 constexpr const char* kFamily = "shape";
 
 const OpInfo kOps[] = {
@@ -675,7 +689,11 @@ const OpInfo kOps[] = {
     {.op = "Slice", .family = kFamily, .shape = slice, .grads = "ANNNN", .view = true, .layout = Layout::Narrow,
      .note = "a view; backward writes the gradient into zeros of the input's size"},
     {.op = "Gather", .family = kFamily, .shape = gather, .saved_inputs = bits({1}), .grads = "AN",
+     .variant = gather_select,
      .note = "index_select/embedding: keeps the indices; backward allocates a dense gradient of the data"},
+    {.op = "Select", .family = kFamily, .shape = gather, .grads = "AN", .view = true, .layout = Layout::Select,
+     .domain = "memest", .note = "Gather with a 0-d constant index (x[:, 0]): a view; backward writes the gradient "
+                                 "into zeros of the input's size"},
     {.op = "GatherElements", .family = kFamily, .shape = gather_elements, .saved_inputs = bits({0, 1}), .grads = "AN",
      .note = "torch.gather: gather_backward keeps the data and the indices"},
     {.op = "GatherND", .family = kFamily, .shape = gather_nd, .saved_inputs = bits({1}), .grads = "AN",
