@@ -167,9 +167,18 @@ void statement_holds(const Graph& g, std::vector<int>& release) {
       while (d < pn && d < cn && inv[static_cast<size_t>(first[p] + d)] == inv[static_cast<size_t>(first[cc] + d)]) ++d;
       if (d == 0) continue;
       const int rp = run[static_cast<size_t>(first[p] + d - 1)];
-      if (rp == run[static_cast<size_t>(first[cc] + d - 1)]) continue;  // within one statement
-      if (!py.statements[static_cast<size_t>(runs[static_cast<size_t>(rp)].statement)].binds) continue;
-      release[t] = std::max(release[t], rebound(rp));
+      const int rc = run[static_cast<size_t>(first[cc] + d - 1)];
+      if (rp == rc) continue;  // within one statement
+      const PyStatement& made = py.statements[static_cast<size_t>(runs[static_cast<size_t>(rp)].statement)];
+      if (made.binds) {
+        release[t] = std::max(release[t], rebound(rp));
+      } else if (made.continuation &&
+                 py.statements[static_cast<size_t>(runs[static_cast<size_t>(rc)].statement)].line > made.line) {
+        // An element of a tuple written over several lines, read by a statement below it:
+        // the tuple was assigned (an argument list's call runs on its first line, above).
+        // The names are not known, so nothing rebinds them: held until the function returns.
+        release[t] = std::max(release[t], invocations[static_cast<size_t>(runs[static_cast<size_t>(rp)].invocation)].end);
+      }
     }
   }
 }

@@ -139,6 +139,10 @@ struct PyStatement {
   std::vector<int> targets;  ///< the local names it assigns (PySource::names ids)
   bool binds = false;        ///< assigns to local names only (not self.x, x[i] or nothing)
   char augmented = 0;        ///< '+' for "x += y" (an in-place op on x), ... ; 0 for "x = y"
+  /// A line inside a statement written over several lines (frontends/pystack.h): the
+  /// statement, and what it assigns, are not known.
+  bool continuation = false;
+  int line = 0;              ///< the line number in `where`
   std::string code;          ///< the statement's source line, trimmed
 };
 struct PyFrame {

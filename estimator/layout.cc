@@ -155,7 +155,9 @@ std::vector<int8_t> select_layout(const Shape& in, const std::vector<int8_t>& la
   if (axis < 0 || static_cast<size_t>(axis) >= rank || rank > 60) return {-1};
   if (layout.size() == 1 && layout[0] == -1) return layout;
   std::vector<int8_t> given = layout;
-  for (size_t i = 0; given.empty() && i < rank; ++i) given.push_back(static_cast<int8_t>(i));
+  if (given.empty()) {
+    for (size_t i = 0; i < rank; ++i) given.push_back(static_cast<int8_t>(i));
+  }
   if (given.size() != rank) return {-1};
   // The innermost dim picked leaves strides no layout here spells (none is 1): unknown.
   const Expr one(1);

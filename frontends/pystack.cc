@@ -2,6 +2,7 @@
 #include "frontends/pystack.h"
 
 #include <cctype>
+#include <charconv>
 
 namespace memest {
 namespace {
@@ -53,7 +54,10 @@ Assignment assigned_names(std::string_view code) {
     const char next = i + 1 < code.size() ? code[i + 1] : ' ';
     return next != '=' && prev != '=' && prev != '!' && prev != '<' && prev != '>' && prev != ':';
   });
-  if (eq == std::string_view::npos) return a;
+  if (eq == std::string_view::npos) {
+    a.continuation = !code.empty() && code.back() == ',';
+    return a;
+  }
   std::string_view lhs = code.substr(0, eq);
   // x += y, x //= y, x **= y: the operator's characters end the target.
   const std::string_view ops("+-*/%&|^@");
@@ -151,6 +155,8 @@ int PyStackReader::statement(std::string_view file, std::string_view line, std::
     // 68 MB blocks held past lm_head).
     s.binds = a.binds && !file.starts_with("<eval_with_key>");
     s.augmented = a.augmented;
+    s.continuation = a.continuation;
+    std::from_chars(line.data(), line.data() + line.size(), s.line);
     s.code = std::string(trim(code));
     for (const std::string& n : a.names) s.targets.push_back(name(n));
     out_.statements.push_back(std::move(s));

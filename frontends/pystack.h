@@ -29,6 +29,11 @@ struct Assignment {
   bool binds = false;
   /// An augmented assignment's operator ('+' for "x += y"); 0 for a plain one.
   char augmented = 0;
+  /// An element of a tuple or an argument list written over several lines: no
+  /// assignment of its own, and it ends with a comma (`query_states[..., r:],` in
+  /// `query_rot, query_pass = (\n query_states[..., :r],\n query_states[..., r:],\n)`).
+  /// The stack names the line of the sub-expression, not the statement's first line.
+  bool continuation = false;
 };
 Assignment assigned_names(std::string_view code);
 

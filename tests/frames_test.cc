@@ -230,6 +230,55 @@ output w
   CHECK(release[g.find_tensor("h1")] == -1);  // read by the return statement itself
 }
 
+TEST_CASE("with Python stacks, a tuple written over several lines holds its elements until the return") {
+  //   def forward(self, x):                   # attn
+  //       q = self.norm(x)                    # a.py:40
+  //       rot, keep = (                       # a.py:41  no op runs on this line
+  //           q[..., :4],                     # a.py:42  the stack names these lines,
+  //           q[..., 4:],                     # a.py:43  which assign nothing themselves
+  //       )
+  //       rot = self.rope(rot)                # a.py:45
+  //       out = torch.cat((rot, keep), -1)    # a.py:46
+  //       return self.proj(                   # a.py:47
+  //           out.relu(),                     # a.py:48  an argument: read by the call above
+  //       )
+  // Persimmon's partial rotary (seqtrace29): keep, a view of the norm's fp32 output, holds
+  // it until the attention returns. The names are unknown, so nothing rebinds them.
+  Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> q @attn.norm
+node Relu q -> r @attn
+node Relu q -> kp @attn
+node Relu r -> r2 @attn.rope
+node Add r2 kp -> o @attn
+node Relu o -> o2 @attn
+node Relu o2 -> z @attn.proj
+node Relu z -> w @head
+output w
+)");
+  PySource& py = g.python;
+  py.names = {"q", "out"};
+  py.statements = {{"m.py:10", {}, false}, {"a.py:40", {0}, true}, {"a.py:42", {}, false},
+                   {"a.py:43", {}, false}, {"a.py:45", {}, false}, {"a.py:46", {1}, true},
+                   {"a.py:48", {}, false}, {"a.py:47", {}, false}, {"m.py:11", {}, false}};
+  for (size_t i = 2; i < py.statements.size() - 1; ++i) {
+    PyStatement& st = py.statements[i];
+    st.line = std::stoi(st.where.substr(5));
+    st.continuation = st.line == 42 || st.line == 43 || st.line == 48;
+  }
+  py.stacks = {{{0, 0}, {1, 1}}, {{0, 0}, {2, 1}}, {{0, 0}, {3, 1}}, {{0, 0}, {4, 1}},
+               {{0, 0}, {5, 1}}, {{0, 0}, {6, 1}}, {{0, 0}, {7, 1}}, {{8, 0}}};
+  for (int k = 0; k < 8; ++k) g.nodes[k].py_stack = k;
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("kp")] == node_index(g, "attn.proj"));
+  CHECK(release[g.find_tensor("r")] == node_index(g, "attn.proj"));
+  CHECK(release[g.find_tensor("o2")] == -1);  // read by the call on the line above it
+  CHECK(assigned_names("    q[..., 4:],").continuation);
+  CHECK_FALSE(assigned_names("q[..., 4:]").continuation);
+  CHECK_FALSE(assigned_names("dim=-1,").continuation);  // a keyword argument assigns (as before)
+}
+
 TEST_CASE("with Python stacks, an unpacking's `_` holds nothing a later statement reads") {
   //   def forward(self, x):        # layer
   //       h = self.ln(x)           # l.py:30

@@ -294,6 +294,62 @@ TEST_CASE("a tensor unbound from a permuted qkv keeps a hole where its siblings 
   CHECK(narrow_layout(Shape{Expr(8), Expr(4)}, {1, 0}, Shape{Expr(2), Expr(4)}) == std::vector<int8_t>{2, 0});
 }
 
+TEST_CASE("select (x[..., i, :]) is a view that keeps its base, and opens a hole unless it picks the outermost dim") {
+  const Expr b = Expr::symbol("batch");
+  // Persimmon's fused_qkv.view(B, S, H, 3, D)[..., 0, :]: strides (S*H*3*D, H*3*D, 3*D, D)
+  // less the 3's: memory positions {0, 1, 2, 4}, a hole at 3 (where the 3 lay), so a
+  // reshape to [B, S, H*D] copies, as PyTorch's does.
+  const Shape qkv{b, Expr(128), Expr(8), Expr(3), Expr(64)};
+  const std::vector<int8_t> q = select_layout(qkv, {}, 3);
+  CHECK(q == std::vector<int8_t>{0, 1, 2, 4});
+  CHECK_FALSE(reshape_layout(Shape{b, Expr(128), Expr(8), Expr(64)}, q, Shape{b, Expr(128), Expr(512)}).has_value());
+  // timm's qkv.unbind(0) of [3, B, H, N, D]: the outermost dim goes, the rest contiguous.
+  CHECK(select_layout(Shape{Expr(3), b, Expr(8), Expr(196), Expr(64)}, {}, 0).empty());
+  // The innermost dim picked (x[..., 0]) leaves no dim of stride 1: unknown strides.
+  CHECK(select_layout(Shape{b, Expr(8), Expr(2)}, {}, -1) == std::vector<int8_t>{-1});
+
+  // In a graph: h = Linear(x) [B, 24] viewed [B, 3, 8]; q = h[:, 0], k = h[:, 1]; y = q * k.
+  // The selects allocate nothing: at batch 2 the forward's activations are h (2*24*4 =
+  // 192 B) and y (2*8*4 = 64 B). Mul keeps q and k, views of h, so h lives into backward;
+  // each select's backward writes its gradient into zeros of h's size (192 B).
+  const char* text = R"(
+opset 17
+input x float32 batch,16
+param w float32 24,16
+const shape3 int64 3 = 0,3,8
+const i0 int64 - = 0
+const i1 int64 - = 1
+node memest::Linear x w -> h @proj
+node Reshape h shape3 -> h3 @attn
+node Gather h3 i0 -> q axis=1 @attn
+node Gather h3 i1 -> k axis=1 @attn
+node Mul q k -> y @attn
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 2);
+  const auto activations = [&](Phase phase, const char* module) {
+    return allocated_bytes(a, e, phase, [&](const Node& n, const Block& blk) {
+      return n.module == module && blk.category == Category::Activations;
+    });
+  };
+  CHECK(activations(Phase::Forward, "proj") == std::vector<int64_t>{192});
+  CHECK(activations(Phase::Forward, "attn") == std::vector<int64_t>{64});
+  const std::vector<int64_t> grads = allocated_bytes(a, e, Phase::Backward, [](const Node& n, const Block& blk) {
+    return n.op == "Gather" && blk.category != Category::Workspace;
+  });
+  CHECK(grads == std::vector<int64_t>{192, 192});
+  // h is freed in backward, once Mul's backward has read q and k.
+  const int linear = a.graph.tensors[a.graph.find_tensor("h")].producer;
+  const auto h_freed = std::find_if(a.program.events.begin(), a.program.events.end(), [&](const Event& ev) {
+    return ev.kind == Event::Free && ev.iter == 0 && a.program.blocks[ev.block].node == linear;
+  });
+  REQUIRE(h_freed != a.program.events.end());
+  CHECK(h_freed->phase == Phase::Backward);
+}
+
 TEST_CASE("the committed peak leaves out refusable workspaces and bounds a capped replay from below") {
   // A (1000 B) lives across a cuDNN-style workspace W (5000 B, may fail) and B (600 B).
   Program p;
