@@ -157,12 +157,18 @@ function(memest_matrix archive)
       set(results ${results}.xz)
     endif()
     foreach(variant ${M_VARIANTS})
-      add_test(NAME accuracy_${set}_${variant}
+      # Two sets of one name measured on different cards (random34: session 9's seeds 3 and 4
+      # on the H200, session 30's seed 34 on an H100) get the card's tag.
+      set(name accuracy_${set}_${variant})
+      if(TEST ${name})
+        set(name accuracy_${set}_${M_TAG}_${variant})
+      endif()
+      add_test(NAME ${name}
                COMMAND ${MEMEST_PYTHON} -m validate compare ${results}
                        --memest $<TARGET_FILE:memest> --models-dir ${dest}/${variant} --skip-missing
                        --key ${set}-${M_TAG}.jsonl@${variant} --enforce
                WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-      set_tests_properties(accuracy_${set}_${variant} PROPERTIES FIXTURES_REQUIRED ${archive} TIMEOUT 900)
+      set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${archive} TIMEOUT 900)
     endforeach()
   endforeach()
 endfunction()
@@ -258,6 +264,9 @@ memest_matrix(matrix-blind24-h100-torch2.11 SETS sample30 random32 TAG h100-torc
 # Session 29's fresh sample (sample seed 31, random seed 33; blind25), measured on the
 # H200, compared once (blind25-compare-h200-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind25-h200-torch2.11 SETS sample31 random33)
+# Session 30's fresh sample (sample seed 32, random seed 34; blind26), measured on an
+# H100, compared once (blind26-compare-h100-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind26-h100-torch2.11 SETS sample32 random34 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
