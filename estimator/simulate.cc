@@ -402,17 +402,61 @@ bool Builder::records_grad(const ForwardCall& c) const {
   return rg;
 }
 
-// Batched matmul reshapes its operands: a strided one is copied, and the copy is kept.
+// Batched matmul reshapes its operands to [batch, rows, cols] (LinearAlgebra.cpp's
+// _matmul_impl: expand, then reshape) and calls bmm. A strided operand whose batch dims
+// merge is a view there (reshape's stride rule), and bmm hands cuBLAS a matrix that is
+// row- or column-major as it is (q @ k.transpose(-2, -1): k's transpose, read
+// transposed), so nothing is copied; one whose matrices are neither is cloned inside bmm
+// (a temporary, not kept). One whose batch dims do not merge, or that is broadcast
+// against the other's, is copied by the reshape, and BmmBackward keeps the copy.
+// seqtrace30b st_levit_conv_128s: `v @ attn.transpose(-2, -1)` copied no N x N matrix.
 void Builder::copy_strided_inputs(ForwardCall& c) {
   if (!c.info || !c.info->contiguous_inputs) return;
   for (auto& e : c.eff) {
     if (e.tensor < 0 || e.block < 0 || layout_[e.tensor].empty()) continue;
     const Tensor& t = g_.tensors[e.tensor];
     if (!t.shape || t.shape->size() < 3) continue;
-    e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, c.k);
-    c.temps.push_back(e.block);
-    c.copied = true;
+    switch (bmm_operand(c, e.tensor)) {
+      case BmmOperand::Ready:
+        continue;
+      case BmmOperand::Cloned:
+        c.temps.push_back(alloc(bytes_of(e.tensor, e.dtype), Category::Temporaries, c.k));
+        continue;
+      case BmmOperand::Copied:
+        e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, c.k);
+        c.temps.push_back(e.block);
+        c.copied = true;
+        continue;
+    }
   }
+}
+
+// How bmm gets a strided operand of a MatMul whose operands are both batched alike.
+Builder::BmmOperand Builder::bmm_operand(const ForwardCall& c, int tensor) const {
+  if (c.n.op != "MatMul" || c.ins.size() != 2 || c.ins[0] < 0 || c.ins[1] < 0) return BmmOperand::Copied;
+  const auto& a = g_.tensors[c.ins[0]].shape;
+  const auto& b = g_.tensors[c.ins[1]].shape;
+  if (!a || !b || a->size() < 2 || b->size() < 2) return BmmOperand::Copied;
+  // The operand must span the broadcast batch dims itself: one expanded over them has
+  // stride 0 there, and its reshape copies.
+  const Shape& shape = *g_.tensors[tensor].shape;
+  const Shape& other = *(tensor == c.ins[0] ? b : a);
+  const size_t rank = shape.size();
+  if (other.size() > rank) return BmmOperand::Copied;
+  const Expr one(1);
+  Expr batch(1);
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (i + other.size() >= rank) {  // the other's dim here, right-aligned
+      const Expr& o = other[i + other.size() - rank];
+      if (o != shape[i] && o != one) return BmmOperand::Copied;
+    }
+    batch = batch * shape[i];
+  }
+  const auto merged = reshape_layout(shape, layout_[tensor], Shape{batch, shape[rank - 2], shape[rank - 1]});
+  if (!merged) return BmmOperand::Copied;
+  const std::vector<int8_t>& m = *merged;
+  if (m.empty() || (m.size() == 3 && m[0] >= 0 && m[0] < m[1] && m[0] < m[2])) return BmmOperand::Ready;
+  return BmmOperand::Cloned;
 }
 
 // The dtype output o runs in: the file's, as autocast's policy for the op changes it.

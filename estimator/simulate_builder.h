@@ -116,6 +116,8 @@ class Builder : public StepMemory {
   void cast_inputs(ForwardCall& c);
   bool records_grad(const ForwardCall& c) const;
   void copy_strided_inputs(ForwardCall& c);
+  enum class BmmOperand { Ready, Cloned, Copied };
+  BmmOperand bmm_operand(const ForwardCall& c, int tensor) const;
   DType output_dtype(const ForwardCall& c, int o) const;
   void allocate_outputs(ForwardCall& c);
   void hold_graph_output(ForwardCall& c, size_t j);

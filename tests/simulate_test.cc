@@ -350,6 +350,38 @@ output y
   CHECK(h_freed->phase == Phase::Backward);
 }
 
+TEST_CASE("batched matmul: a transposed operand whose batch dims merge is read as it is; a broadcast one is copied and kept") {
+  // LeViT's y = v @ attn.transpose(-2, -1), attn [B, 2, 4, 4] a Softmax output, v a weight
+  // (so attn's transpose is kept for v's gradient). With v [B, 2, 3, 4], matmul reshapes
+  // both to [2B, ., .]: the transpose's B and heads merge (a view) and its matrices are
+  // column-major, which bmm hands cuBLAS as they are: no copy; nor with v [2, 3, 4],
+  // broadcast over B (v's expand is what copies). An attn [B, 1, 4, 4] against v [B, 2, 3,
+  // 4] is expanded over the heads: its reshape copies, and bmm's backward keeps the copy.
+  const auto forward_matmul_bytes = [](const char* x_shape, const char* v_shape) {
+    const std::string text = std::string(R"(
+opset 17
+input x float32 )") + x_shape + "\nparam v float32 " + v_shape + R"(
+node Softmax x -> attn axis=-1 @attn
+node Transpose attn -> at perm=[0,1,3,2] @attn
+node MatMul v at -> y @attn
+output y
+)";
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    const Analysis a = analyze_text(text.c_str(), cfg);
+    const Estimate e = estimate(a, 2);
+    return allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block& b) {
+      return n.op == "MatMul" && b.category != Category::Workspace;
+    });
+  };
+  // The output [2, 2, 3, 4] only: 192 B.
+  CHECK(forward_matmul_bytes("batch,2,4,4", "batch,2,3,4") == std::vector<int64_t>{192});
+  CHECK(forward_matmul_bytes("batch,2,4,4", "2,3,4") == std::vector<int64_t>{192});
+  // The copy of the transpose, then the output. (The copy is counted at the operand's own
+  // 2*1*4*4*4 = 128 B; torch's copies the expanded [2B, 4, 4], 256 B: not yet modelled.)
+  CHECK(forward_matmul_bytes("batch,1,4,4", "batch,2,3,4") == std::vector<int64_t>{128, 192});
+}
+
 TEST_CASE("the committed peak leaves out refusable workspaces and bounds a capped replay from below") {
   // A (1000 B) lives across a cuDNN-style workspace W (5000 B, may fail) and B (600 B).
   Program p;
