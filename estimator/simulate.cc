@@ -454,8 +454,11 @@ Builder::BmmOperand Builder::bmm_operand(const ForwardCall& c, int tensor) const
   }
   const auto merged = reshape_layout(shape, layout_[tensor], Shape{batch, shape[rank - 2], shape[rank - 1]});
   if (!merged) return BmmOperand::Copied;
+  // bmm (Blas.cpp, prepare_batch_matrix_for_cublas) takes a matrix whose rows or columns
+  // have stride 1, whatever the batch stride; only a batch-innermost one is cloned.
   const std::vector<int8_t>& m = *merged;
-  if (m.empty() || (m.size() == 3 && m[0] >= 0 && m[0] < m[1] && m[0] < m[2])) return BmmOperand::Ready;
+  if (m.empty()) return BmmOperand::Ready;
+  if (m.size() == 3 && m[0] >= 0 && m[1] >= 0 && m[2] >= 0 && (m[1] > m[0] || m[2] > m[0])) return BmmOperand::Ready;
   return BmmOperand::Cloned;
 }
 

@@ -380,6 +380,29 @@ output y
   // The copy of the transpose, then the output. (The copy is counted at the operand's own
   // 2*1*4*4*4 = 128 B; torch's copies the expanded [2B, 4, 4], 256 B: not yet modelled.)
   CHECK(forward_matmul_bytes("batch,1,4,4", "batch,2,3,4") == std::vector<int64_t>{128, 192});
+
+  // A batch-innermost operand: b [3, 4, B] permuted (2, 0, 1) to [B, 3, 4] has stride 1
+  // along B, neither rows nor columns: bmm clones it for the call, a temporary (96 B at
+  // batch 2), not an activation.
+  const char* innermost = R"(
+opset 17
+input a float32 batch,2,3
+param w float32 3,4,batch
+node Transpose w -> b perm=[2,0,1] @mm
+node MatMul a b -> y @mm
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(innermost, cfg);
+  const Estimate e = estimate(a, 2);
+  const auto bytes = [&](Category c) {
+    return allocated_bytes(a, e, Phase::Forward, [&](const Node& n, const Block& b) {
+      return n.op == "MatMul" && b.category == c;
+    });
+  };
+  CHECK(bytes(Category::Temporaries) == std::vector<int64_t>{96});
+  CHECK(bytes(Category::Activations) == std::vector<int64_t>{64});  // y [2, 2, 4]
 }
 
 TEST_CASE("the committed peak leaves out refusable workspaces and bounds a capped replay from below") {
