@@ -326,9 +326,7 @@ node Gather h3 i1 -> k axis=1 @attn
 node Mul q k -> y @attn
 output y
 )";
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  const Analysis a = analyze_text(text, cfg);
+  const Analysis a = analyze_sum_loss(text);
   const Estimate e = estimate(a, 2);
   const auto activations = [&](Phase phase, const char* module) {
     return allocated_bytes(a, e, phase, [&](const Node& n, const Block& blk) {
@@ -366,9 +364,7 @@ node Transpose attn -> at perm=[0,1,3,2] @attn
 node MatMul v at -> y @attn
 output y
 )";
-    TrainConfig cfg;
-    cfg.loss = Loss::Sum;
-    const Analysis a = analyze_text(text.c_str(), cfg);
+    const Analysis a = analyze_sum_loss(text.c_str());
     const Estimate e = estimate(a, 2);
     return allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block& b) {
       return n.op == "MatMul" && b.category != Category::Workspace;
@@ -392,9 +388,7 @@ node Transpose w -> b perm=[2,0,1] @mm
 node MatMul a b -> y @mm
 output y
 )";
-  TrainConfig cfg;
-  cfg.loss = Loss::Sum;
-  const Analysis a = analyze_text(innermost, cfg);
+  const Analysis a = analyze_sum_loss(innermost);
   const Estimate e = estimate(a, 2);
   const auto bytes = [&](Category c) {
     return allocated_bytes(a, e, Phase::Forward, [&](const Node& n, const Block& b) {

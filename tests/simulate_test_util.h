@@ -29,6 +29,14 @@ inline Analysis analyze_text(const char* text, TrainConfig cfg) {
   return analyze(read_text_graph(text), o);
 }
 
+/// The text graph analyzed for a step whose loss is the sum of the outputs (the
+/// simulator tests' default: no loss kernel of its own to account for).
+inline Analysis analyze_sum_loss(const char* text) {
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  return analyze_text(text, cfg);
+}
+
 /// How many activation blocks (outputs) the nodes of `module` allocated, over all iterations.
 inline int outputs_allocated_by(const Analysis& a, const char* module) {
   int count = 0;
