@@ -433,7 +433,7 @@ void Builder::copy_strided_inputs(ForwardCall& c) {
 
 // How bmm gets a strided operand of a MatMul whose operands are both batched alike.
 Builder::BmmOperand Builder::bmm_operand(const ForwardCall& c, int tensor) const {
-  if (c.n.op != "MatMul" || c.ins.size() != 2 || c.ins[0] < 0 || c.ins[1] < 0) return BmmOperand::Copied;
+  if (!c.info->bmm_operands || c.ins.size() != 2 || c.ins[0] < 0 || c.ins[1] < 0) return BmmOperand::Copied;
   const auto& a = g_.tensors[c.ins[0]].shape;
   const auto& b = g_.tensors[c.ins[1]].shape;
   if (!a || !b || a->size() < 2 || b->size() < 2) return BmmOperand::Copied;

@@ -141,7 +141,7 @@ constexpr const char* kFamily = "matmul";
 
 const OpInfo kOps[] = {
     {.op = "MatMul", .family = kFamily, .shape = matmul, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
-     .grads = "AA", .contiguous_inputs = true, .cublas = true,
+     .grads = "AA", .contiguous_inputs = true, .bmm_operands = true, .cublas = true,
      .note = "each operand kept for the other's gradient; batched operands that are not contiguous are copied"},
     {.op = "Gemm", .family = kFamily, .shape = gemm, .autocast = Autocast::Lower, .saved_if_other = bits({0, 1}),
      .grads = "AAA", .cublas = true, .sums_broadcast_grads = true,

@@ -200,6 +200,10 @@ struct OpInfo {
   /// Inputs of rank >= 3 that are not contiguous are copied first (batched matmul
   /// folds batch dims with reshape), and the copy is what backward keeps.
   bool contiguous_inputs = false;
+  /// torch.matmul's batched path (expand, reshape to [batch, rows, cols], bmm): a strided
+  /// operand whose reshape is a view goes to cuBLAS as it is (simulate.cc bmm_operand);
+  /// without it every strided operand of rank >= 3 is copied (einsum's permutes).
+  bool bmm_operands = false;
   /// Runs on cuBLAS: the first call on a thread creates that thread's workspace; with
   /// a bias input (addmm's epilogue) cuBLASLt's workspace too.
   bool cublas = false;
