@@ -271,7 +271,24 @@ def draw_conv1d_long(r):
             "dtype": r.choice(["float32", "float16", "bfloat16"]), "opad": 0, "bias": r.random() < 0.5}
 
 
-FAMILIES = {"any": draw, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
+def draw_pointwise_leaf(r):
+    """Dense 1x1 stride-1 2-D layers where memest's weight-gradient rule is least sure
+    (estimator/ops/conv.cc pointwise_wgrad): fp32 partials Cin x Cout x 4 B a sample larger
+    than twice the input and output, 8 MiB or more in all, at N x H x W up to 3,200, where
+    the rule takes the per-sample GEMM's partials although the seed 11/12 probes went to it
+    in 41% (blind26's lcnetv2, mnasnet, mobilenetv3, hgnet, xception41p: +4% to +6.6%,
+    the peak at such a layer's weight gradient). Drawn until one lands there."""
+    es = {"float32": 4, "float16": 2, "bfloat16": 2}
+    while True:
+        c = draw_pointwise_wide(r) if r.random() < 0.3 else draw_pointwise(r)
+        h, w = c["spatial"]
+        partials = c["cin"] * c["cout"] * 4
+        copies = h * w * (c["cin"] + c["cout"]) * es[c["dtype"]]
+        if h > 1 and partials > 2 * copies and c["n"] * partials > 8 << 20 and c["n"] * h * w <= 3200:
+            return c
+
+
+FAMILIES = {"any": draw, "pointwise-leaf": draw_pointwise_leaf, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,
