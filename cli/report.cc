@@ -385,6 +385,8 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.field("trainable_parameters", a.accounting.trainable_bytes);
   w.field("gradless_parameter_count", a.accounting.gradless_count);
   w.field("gradless_parameters", a.accounting.gradless_bytes);
+  w.field("derived_parameter_count", a.accounting.derived_count);
+  w.field("derived_parameters", a.accounting.derived_bytes);
   w.end_object();
   w.field("batch", e.batch);
   w.key("components");
@@ -524,7 +526,10 @@ void write_summary(std::ostream& out, const Analysis& a, const Estimate& e) {
   }
   const Accounting& acc = a.accounting;
   const bool finetuning = acc.trainable_count + acc.gradless_count != acc.parameter_count;
-  out << "\nParameters: " << thousands(acc.parameter_count) << " (" << format_bytes(acc.parameter_bytes) << " exact)"
+  out << "\nParameters: " << thousands(acc.parameter_count) << " (" << format_bytes(acc.parameter_bytes)
+      << (acc.derived_count ? ", " + format_bytes(acc.derived_bytes) +
+                                  " of it in tables the exporter gathered from parameters: torch's count is smaller)"
+                            : std::string(" exact)"))
       << (finetuning ? ", of which " + thousands(acc.trainable_count) + " (" + format_bytes(acc.trainable_bytes) +
                            ") train"
                      : std::string())

@@ -93,40 +93,6 @@ static void warn_attention_as_written(Graph& g, bool fused) {
   }
 }
 
-Accounting account(const Graph& g, const TrainConfig& cfg) {
-  Accounting a;
-  const std::vector<bool> trains = trainable_parameters(g, cfg.train, cfg.freeze);
-  for (size_t k = 0; k < g.tensors.size(); ++k) {
-    const Tensor& t = g.tensors[k];
-    if (t.consumers.empty() || !t.shape) continue;
-    if (t.kind == TensorKind::Parameter) {
-      auto n = product(*t.shape).as_const().value_or(0);
-      a.parameter_count = checked_add(a.parameter_count, n);
-      a.parameter_bytes = checked_add(a.parameter_bytes, checked_mul(n, dtype_size(t.dtype)));
-      if (trains[k]) {
-        a.trainable_count = checked_add(a.trainable_count, n);
-        a.trainable_bytes = checked_add(a.trainable_bytes, checked_mul(n, dtype_size(t.dtype)));
-      }
-    } else if (t.kind == TensorKind::Buffer) {
-      a.buffer_bytes = checked_add(a.buffer_bytes, t.bytes().as_const().value_or(0));
-    } else if (t.kind == TensorKind::Input) {
-      a.input_bytes = a.input_bytes + t.bytes();
-    }
-  }
-  // Counted as the buffers they are in memory above; torch counts them as parameters.
-  for (int k : g.gradless_parameters) {
-    const Tensor& t = g.tensors[static_cast<size_t>(k)];
-    if (t.consumers.empty() || !t.shape || t.kind != TensorKind::Buffer) continue;
-    const int64_t n = product(*t.shape).as_const().value_or(0);
-    const int64_t bytes = checked_mul(n, dtype_size(t.dtype));
-    a.parameter_count = checked_add(a.parameter_count, n);
-    a.parameter_bytes = checked_add(a.parameter_bytes, bytes);
-    a.gradless_count = checked_add(a.gradless_count, n);
-    a.gradless_bytes = checked_add(a.gradless_bytes, bytes);
-    a.buffer_bytes -= bytes;
-  }
-  return a;
-}
 
 // Charges the time since the last lap to one stage, when timing is asked for.
 class Laps {
@@ -338,6 +304,48 @@ const Pass kPasses[] = {
 };
 
 }  // namespace
+
+Accounting account(const Graph& g, const TrainConfig& cfg) {
+  Accounting a;
+  const std::vector<bool> trains = trainable_parameters(g, cfg.train, cfg.freeze);
+  for (size_t k = 0; k < g.tensors.size(); ++k) {
+    const Tensor& t = g.tensors[k];
+    if (t.consumers.empty() || !t.shape) continue;
+    if (t.kind == TensorKind::Parameter) {
+      auto n = product(*t.shape).as_const().value_or(0);
+      a.parameter_count = checked_add(a.parameter_count, n);
+      a.parameter_bytes = checked_add(a.parameter_bytes, checked_mul(n, dtype_size(t.dtype)));
+      if (trains[k]) {
+        a.trainable_count = checked_add(a.trainable_count, n);
+        a.trainable_bytes = checked_add(a.trainable_bytes, checked_mul(n, dtype_size(t.dtype)));
+      }
+    } else if (t.kind == TensorKind::Buffer) {
+      a.buffer_bytes = checked_add(a.buffer_bytes, t.bytes().as_const().value_or(0));
+    } else if (t.kind == TensorKind::Input) {
+      a.input_bytes = a.input_bytes + t.bytes();
+    }
+  }
+  // Counted as the buffers they are in memory above; torch counts them as parameters.
+  for (int k : g.gradless_parameters) {
+    const Tensor& t = g.tensors[static_cast<size_t>(k)];
+    if (t.consumers.empty() || !t.shape || t.kind != TensorKind::Buffer) continue;
+    const int64_t n = product(*t.shape).as_const().value_or(0);
+    const int64_t bytes = checked_mul(n, dtype_size(t.dtype));
+    a.parameter_count = checked_add(a.parameter_count, n);
+    a.parameter_bytes = checked_add(a.parameter_bytes, bytes);
+    a.gradless_count = checked_add(a.gradless_count, n);
+    a.gradless_bytes = checked_add(a.gradless_bytes, bytes);
+    a.buffer_bytes -= bytes;
+  }
+  for (int k : g.derived_parameters) {
+    const Tensor& t = g.tensors[static_cast<size_t>(k)];
+    if (t.consumers.empty() || !t.shape || t.kind != TensorKind::Parameter) continue;
+    const int64_t n = product(*t.shape).as_const().value_or(0);
+    a.derived_count = checked_add(a.derived_count, n);
+    a.derived_bytes = checked_add(a.derived_bytes, checked_mul(n, dtype_size(t.dtype)));
+  }
+  return a;
+}
 
 Analysis analyze(Graph g, const AnalysisOptions& opts) {
   Laps laps(opts.times);

@@ -36,6 +36,11 @@ struct Accounting {
   /// parameter_bytes but neither trainable nor buffers: no gradient, no optimizer state.
   int64_t gradless_count = 0;
   int64_t gradless_bytes = 0;
+  /// Parameters that are tables the exporter computed from a parameter by indexing it
+  /// (Graph::derived_parameters), in parameter_count and parameter_bytes: by these the
+  /// count may be over torch's, by how much the file does not say.
+  int64_t derived_count = 0;
+  int64_t derived_bytes = 0;
   Expr input_bytes;  ///< x and y, symbolic in the batch
 };
 
@@ -57,6 +62,9 @@ struct Analysis {
 
 /// Runs the pipeline. Throws Error for a graph memest cannot estimate.
 Analysis analyze(Graph g, const AnalysisOptions& opts);
+
+/// The accounting of a graph whose tensor kinds are settled (analyze() calls it).
+Accounting account(const Graph& g, const TrainConfig& cfg);
 
 /// The numbers for one batch size (and the free dim's value, if any).
 struct Estimate {

@@ -223,6 +223,11 @@ struct Graph {
   /// Such parameters (DeepSeek-V3.2's @torch.no_grad() indexer projections): buffers in
   /// memory (no gradient, no optimizer state), parameters in torch's count.
   std::vector<int> gradless_parameters;
+  /// Parameters the exporter computed from a parameter by indexing it (`index_5`: LeViT's
+  /// attention biases gathered by a buffer of indices, Swin's and MViTv2's relative
+  /// position tables): parameters in memory (torch sends gradients through the
+  /// computation), but larger than torch's own, whose size the file does not hold.
+  std::vector<int> derived_parameters;
 
   /// Id of the tensor with this name, creating it if absent.
   int tensor_id(std::string_view name);

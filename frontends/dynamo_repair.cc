@@ -320,6 +320,29 @@ bool names_layout_call(std::string_view name) {
   return std::find(std::begin(kLayout), std::end(kLayout), name) != std::end(kLayout);
 }
 
+// Whether an initializer's name is an indexing call's FX name ("index", "index_5"): a
+// table the exporter computed by gathering a parameter, larger than the parameter.
+bool names_index_call(std::string_view name) {
+  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.remove_suffix(1);
+  if (name.ends_with('_')) name.remove_suffix(1);
+  return name == "index";
+}
+
+// One warning for the tables in Graph::derived_parameters, naming the first three.
+void warn_derived_parameters(Graph& g) {
+  const auto& ids = g.derived_parameters;
+  if (ids.empty()) return;
+  std::string names;
+  for (size_t k = 0; k < ids.size() && k < 3; ++k) names += (k ? ", " : "") + g.tensors[ids[k]].name;
+  if (ids.size() > 3) names += ", ...";
+  g.warn(std::to_string(ids.size()) + (ids.size() == 1 ? " table" : " tables") +
+         " the exporter computed by indexing a parameter (" + names +
+         ") count as parameters: the parameter bytes are over torch's by an amount the file does not hold "
+         "(the tables are larger than the parameters they gather from: LeViT's attention biases, Swin's "
+         "relative position tables); the legacy exporter (torch.onnx.export(..., dynamo=False)) keeps the "
+         "parameters themselves");
+}
+
 }  // namespace
 
 // The exporter also folds weights' transposes into initializers of its own names
@@ -339,7 +362,9 @@ bool names_layout_call(std::string_view name) {
 // buffer of indices) keeps the module rule and stays a parameter there: its own
 // parameter is in the file in no form, so its size cannot be known (parameter bytes
 // read over), but torch sends gradients through the computation, and as a buffer the
-// readers' saved inputs went uncounted (mvitv2_small's peak read 5.1% under).
+// readers' saved inputs went uncounted (mvitv2_small's peak read 5.1% under). Such a
+// table is listed in Graph::derived_parameters, and a warning says the parameter bytes
+// are over by an amount the file does not hold.
 void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters,
                               const std::vector<std::string_view>& buffers, const ParameterReads& reads) {
   constexpr int64_t kMaxFoldedBuffer = 4096;
@@ -464,7 +489,9 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
       weight = reads_folded(ten, below, layout ? untaken : folded, layout) || (layout && claims_untaken(ten));
     }
     if (!weight) ten.kind = TensorKind::Buffer;
+    if (weight && names_index_call(ten.name)) g.derived_parameters.push_back(static_cast<int>(t));
   }
+  warn_derived_parameters(g);
 }
 
 // torch.export decomposes F.rms_norm (nn.RMSNorm, timm's RmsNorm) into Pow, ReduceMean,

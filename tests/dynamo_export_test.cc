@@ -661,3 +661,37 @@ output y
   CHECK(g.tensors[g.find_tensor("squeeze")].kind == TensorKind::Buffer);
   CHECK(parameter_bytes(g) == (32 * 16 + 16 * 16) * 4);
 }
+
+TEST_CASE("dynamo export: a table the exporter gathered from a parameter is a parameter memest names as over") {
+  // LeViT's attention: attn = q @ k * scale + attention_biases[:, attention_bias_idxs].
+  // The exporter folds the gather into `index_5` (5 heads x 49 x 49), larger than the
+  // parameter it read (5 x 49), which the file holds in no form. It stays a parameter
+  // (torch sends gradients through the gather), in Graph::derived_parameters, and the
+  // accounting says how many of the parameter bytes are such tables: 5 * 49 * 49 * 4.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,5,49,49
+param index_5 float32 5,49,49
+param val_9 float32 49,49
+node MatMul x val_9 -> s @stages.1.blocks.0.attn
+node Add s index_5 -> y @stages.1.blocks.0.attn
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{"stages.1.blocks.0.attn.qkv.weight"}, {}};
+  const std::vector<std::string_view> params = {"stages.1.blocks.0.attn.qkv.weight",
+                                                "stages.1.blocks.0.attn.attention_biases"};
+  keep_exported_parameters(g, params, {}, reads);
+  const int table = g.find_tensor("index_5");
+  CHECK(g.tensors[table].kind == TensorKind::Parameter);
+  REQUIRE(g.derived_parameters.size() == 1);
+  CHECK(g.derived_parameters[0] == table);
+  CHECK(g.tensors[g.find_tensor("val_9")].kind == TensorKind::Parameter);  // a folded weight, no table
+  const Accounting a = account(g, TrainConfig{});
+  CHECK(a.parameter_bytes == (5 * 49 * 49 + 49 * 49) * 4);
+  CHECK(a.derived_count == 5 * 49 * 49);
+  CHECK(a.derived_bytes == 5 * 49 * 49 * 4);
+  REQUIRE(!g.warnings.empty());
+  CHECK(g.warnings.back().find("1 table the exporter computed by indexing a parameter (index_5)") != std::string::npos);
+}

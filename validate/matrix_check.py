@@ -8,7 +8,10 @@ parameter bytes are torch's (issue 17). Runs without torch, in CI.
 layout `validate compare --models-dir` reads for the measured corpus and random sets.
 `loads` runs memest on each file the manifests list as exported, at batch 2 with the
 file's own arguments; a file that fails, or whose parameter bytes differ from the count
-torch gave at export, is listed. With --enforce it exits 1 when there are more of
+torch gave at export, is listed. A file over by no more than the tables memest names as
+gathered from parameters (`accounting.derived_parameters`: the exporter folded a
+parameter into a larger `index_N`, so the file does not hold torch's count) is listed
+apart (FOLDED) and not counted against the parameter threshold. With --enforce it exits 1 when there are more of
 either than thresholds.json's "matrix" entry allows (the count when it was committed:
 lower it as files are fixed, never raise it without a reason in the commit message).
 """
@@ -50,9 +53,17 @@ def check_one(memest, dest, row):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         return "load", (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]
-    got = json.loads(p.stdout)["accounting"]["parameter_bytes"]
+    acc = json.loads(p.stdout)["accounting"]
+    got = acc["parameter_bytes"]
     if got != row["param_bytes"]:
-        return "params", "parameter bytes %d, torch %d (%+d)" % (got, row["param_bytes"], got - row["param_bytes"])
+        why = "parameter bytes %d, torch %d (%+d)" % (got, row["param_bytes"], got - row["param_bytes"])
+        # The exporter folded a parameter into a larger table that memest names (its
+        # `index_N`, gathered from it): the file does not hold torch's count, and memest
+        # says by how much at most it is over.
+        derived = acc.get("derived_parameters", 0)
+        if 0 < got - row["param_bytes"] <= derived:
+            return "folded", why + ", within the %d bytes memest names as tables gathered from parameters" % derived
+        return "params", why
     return "ok", ""
 
 
@@ -65,13 +76,17 @@ def loads(args):
         results = list(ex.map(lambda r: check_one(args.memest, args.dest, r), rows))
     fails = [(r, why) for r, (kind, why) in zip(rows, results) if kind == "load"]
     params = [(r, why) for r, (kind, why) in zip(rows, results) if kind == "params"]
+    folded = [(r, why) for r, (kind, why) in zip(rows, results) if kind == "folded"]
     for r, why in fails:
         print("LOAD    %-48s %s" % (r["path"], why))
     for r, why in params:
         print("PARAMS  %-48s %s" % (r["path"], why))
+    for r, why in folded:
+        print("FOLDED  %-48s %s" % (r["path"], why))
     n = len(rows)
-    print("matrix: %d files, %d load (%.1f%%), %d with torch's parameter bytes exactly" % (
-        n, n - len(fails), 100.0 * (n - len(fails)) / n, n - len(fails) - len(params)))
+    print("matrix: %d files, %d load (%.1f%%), %d with torch's parameter bytes exactly, %d over by tables "
+          "the exporter gathered from parameters (memest says so)" % (
+              n, n - len(fails), 100.0 * (n - len(fails)) / n, n - len(fails) - len(params) - len(folded), len(folded)))
     if args.enforce:
         with open(args.thresholds) as f:
             t = json.load(f)["matrix"][args.key]
