@@ -528,7 +528,7 @@ void write_summary(std::ostream& out, const Analysis& a, const Estimate& e) {
   const bool finetuning = acc.trainable_count + acc.gradless_count != acc.parameter_count;
   out << "\nParameters: " << thousands(acc.parameter_count) << " (" << format_bytes(acc.parameter_bytes)
       << (acc.derived_count ? ", " + format_bytes(acc.derived_bytes) +
-                                  " of it in tables the exporter gathered from parameters: torch's count is smaller)"
+                                  " of it in tables the exporter computed from parameters with buffers or indices: torch's count is smaller)"
                             : std::string(" exact)"))
       << (finetuning ? ", of which " + thousands(acc.trainable_count) + " (" + format_bytes(acc.trainable_bytes) +
                            ") train"

@@ -328,6 +328,21 @@ bool names_index_call(std::string_view name) {
   return name == "index";
 }
 
+}  // namespace
+
+std::vector<std::string_view> python_strings(std::string_view list) {
+  std::vector<std::string_view> out;
+  for (size_t i = list.find('\''); i != std::string_view::npos; i = list.find('\'', i + 1)) {
+    const size_t end = list.find('\'', i + 1);
+    if (end == std::string_view::npos) break;
+    out.push_back(list.substr(i + 1, end - i - 1));
+    i = end;
+  }
+  return out;
+}
+
+namespace {
+
 // One warning for the tables in Graph::derived_parameters, naming the first three.
 void warn_derived_parameters(Graph& g) {
   const auto& ids = g.derived_parameters;
@@ -336,11 +351,11 @@ void warn_derived_parameters(Graph& g) {
   for (size_t k = 0; k < ids.size() && k < 3; ++k) names += (k ? ", " : "") + g.tensors[ids[k]].name;
   if (ids.size() > 3) names += ", ...";
   g.warn(std::to_string(ids.size()) + (ids.size() == 1 ? " table" : " tables") +
-         " the exporter computed by indexing a parameter (" + names +
+         " the exporter computed from a parameter with a buffer or indices (" + names +
          ") count as parameters: the parameter bytes are over torch's by an amount the file does not hold "
-         "(the tables are larger than the parameters they gather from: LeViT's attention biases, Swin's "
-         "relative position tables); the legacy exporter (torch.onnx.export(..., dynamo=False)) keeps the "
-         "parameters themselves");
+         "(the tables are larger than the parameters they come from: LeViT's attention biases, Swin's and "
+         "MaxViT's relative position tables, EVA's q/k/v bias with its zero k part); the legacy exporter (torch.onnx.export(..., dynamo=False)) keeps "
+         "the parameters themselves");
 }
 
 }  // namespace
@@ -364,7 +379,11 @@ void warn_derived_parameters(Graph& g) {
 // read over), but torch sends gradients through the computation, and as a buffer the
 // readers' saved inputs went uncounted (mvitv2_small's peak read 5.1% under). Such a
 // table is listed in Graph::derived_parameters, and a warning says the parameter bytes
-// are over by an amount the file does not hold.
+// are over by an amount the file does not hold. Where the exporter's optimizer says
+// what it folded into an initializer (ParameterReads::folded_from), that decides before
+// any of these rules (blind27's st_vit_small_patch16_rope_mixed_ape_224: its RoPE
+// frequencies, a parameter read through `unsqueeze_1` at the top level, were taken for a
+// buffer, so the products they enter kept nothing for backward: -7.9% -> 0.0%).
 void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& parameters,
                               const std::vector<std::string_view>& buffers, const ParameterReads& reads) {
   constexpr int64_t kMaxFoldedBuffer = 4096;
@@ -473,6 +492,38 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     }
     return false;
   };
+  // The exporter's optimizer may say what it folded into an initializer (its metadata's
+  // folded_from): a listed parameter makes it one (timm's mixed RoPE: `rope.freqs`
+  // selected and unsqueezed, read by a top-level matmul, as unsqueeze_1), listed buffers
+  // and constants alone a buffer (`rope.t_x`); values of the exporter's own say nothing.
+  const std::unordered_set<std::string_view> parameter_set(parameters.begin(), parameters.end()),
+      buffer_set(buffers.begin(), buffers.end());
+  auto folded_source = [&](int t) -> std::optional<bool> {
+    const auto it = reads.folded_from.find(t);
+    if (it == reads.folded_from.end()) return std::nullopt;
+    for (std::string_view name : it->second) {
+      if (parameter_set.count(name)) return true;
+    }
+    for (std::string_view name : it->second) {
+      if (buffer_set.count(name)) return false;
+    }
+    return std::nullopt;
+  };
+  // Whether a parameter was folded into it with a buffer or through an indexing call:
+  // a table gathered or computed from the parameter by indices or a lookup, larger than
+  // it (LeViT's and EfficientViT's attention biases by attention_bias_idxs, MaxViT's
+  // relative position table by height_lookup). A parameter merely selected or reshaped
+  // (the mixed RoPE's freqs) keeps its size.
+  auto folded_into_table = [&](int t) {
+    const auto it = reads.folded_from.find(t);
+    if (it == reads.folded_from.end()) return false;
+    const auto& names = it->second;
+    const bool param = std::any_of(names.begin(), names.end(), [&](std::string_view n) { return parameter_set.count(n) > 0; });
+    const bool lookup = std::any_of(names.begin(), names.end(), [&](std::string_view n) {
+      return buffer_set.count(n) > 0 || names_index_call(n);
+    });
+    return param && lookup;
+  };
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
@@ -481,7 +532,9 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     const bool below = numel > kMaxFoldedBuffer;
     const bool layout = names_layout_call(ten.name);
     bool weight = false;
-    if (reads.empty()) {
+    if (const auto from = folded_source(static_cast<int>(t))) {
+      weight = *from;
+    } else if (reads.empty()) {
       weight = reads_folded(ten, below, folded);
     } else if (takes_folded(ten)) {
       weight = true;
@@ -489,7 +542,9 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
       weight = reads_folded(ten, below, layout ? untaken : folded, layout) || (layout && claims_untaken(ten));
     }
     if (!weight) ten.kind = TensorKind::Buffer;
-    if (weight && names_index_call(ten.name)) g.derived_parameters.push_back(static_cast<int>(t));
+    if (weight && (names_index_call(ten.name) || folded_into_table(static_cast<int>(t)))) {
+      g.derived_parameters.push_back(static_cast<int>(t));
+    }
   }
   warn_derived_parameters(g);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct ParameterReads {
   /// placeholder of the signature (the outputs of other calls: "%clone", "%getitem_5").
   std::vector<std::string_view> name_by_node;
   std::vector<std::vector<std::string_view>> values_by_node;
+  /// What the exporter's optimizer folded into an initializer (tensor id -> the names of
+  /// its metadata's "folded_from" list: "rope.freqs", "select", "val_7"), where it says.
+  std::unordered_map<int, std::vector<std::string_view>> folded_from;
   bool empty() const { return by_node.empty(); }
   std::span<const std::string_view> of(int node) const {
     if (node < 0 || static_cast<size_t>(node) >= by_node.size()) return {};
@@ -35,6 +39,9 @@ struct ParameterReads {
     return buffers_by_node[static_cast<size_t>(node)];
   }
 };
+
+/// The quoted strings of a Python list of strings, in order ("['a.b', 'c']" -> a.b, c).
+std::vector<std::string_view> python_strings(std::string_view list);
 
 /// The op a dynamo-exported node came from: the type of its "namespace" metadata's last
 /// component (".../bn1: torch.nn.modules.batchnorm.BatchNorm2d/_native_batch_norm_legit_functional:

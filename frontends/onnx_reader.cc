@@ -171,6 +171,7 @@ class Lowering {
       lower_type(vi, probe, false);
       if (probe.shape) g_.tensors[id].declared = *probe.shape;
       if (g_.tensors[id].dtype == DType::Undefined) g_.tensors[id].dtype = probe.dtype;
+      if (!vi.folded_from.empty() && id < initializers) folded_from_.emplace_back(id, vi.folded_from);
     }
     lower_nodes();
     for (std::string_view bytes : graph.outputs) {
@@ -189,6 +190,8 @@ class Lowering {
   const std::vector<int>& bn_statistics() const { return bn_statistics_; }
   /// Per node, its FX call ("pkg.torch.onnx.fx_node"; "" for none): views into the file.
   const std::vector<std::string_view>& fx_calls() const { return fx_calls_; }
+  /// Initializers the exporter folded, with what it folded into each (TensorView::folded_from).
+  const std::vector<std::pair<int, std::string_view>>& folded_from() const { return folded_from_; }
 
  private:
   // The graph's nodes pass through a short pipeline: each is decoded a few nodes
@@ -562,6 +565,7 @@ class Lowering {
   std::vector<int64_t> dims_;
   std::vector<int> bn_statistics_;
   std::vector<std::string_view> fx_calls_;
+  std::vector<std::pair<int, std::string_view>> folded_from_;
 };
 
 // Floating initializers are parameters unless they are BatchNorm running
@@ -621,6 +625,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
       buffers.push_back(c);
     }
     reads = parameter_reads(model, lowering.fx_calls());
+    for (const auto& [id, list] : lowering.folded_from()) reads.folded_from[id] = python_strings(list);
     classify_group_norm_initializers(g, reads);
     keep_exported_parameters(g, *params, buffers, reads);
     g.lists_parameters = true;

@@ -181,6 +181,10 @@ ValueInfoView read_value_info(std::string_view bytes) {
     if (f.type != kLen) continue;
     if (f.number == 1) vi.name = f.data;
     if (f.number == 2) vi.type.add(f.data);
+    if (f.number == 4) {
+      const EntryView e = read_entry(f.data);
+      if (e.key == "pkg.onnxscript.optimizer.folded_from") vi.folded_from = e.value;
+    }
   }
   return vi;
 }

@@ -106,6 +106,10 @@ std::optional<std::vector<double>> read_floats(const TensorView& t, int64_t nume
 struct ValueInfoView {
   std::string_view name;
   Parts type;
+  /// metadata_props' "pkg.onnxscript.optimizer.folded_from" (onnx >= 1.16): for an
+  /// initializer the exporter's optimizer made, the values it folded into it, as a Python
+  /// list ("['rope.freqs', 'select', 'val_7']"); empty when absent.
+  std::string_view folded_from;
 };
 ValueInfoView read_value_info(std::string_view bytes);
 /// TypeProto.Tensor of a type: has_tensor is false for other kinds or no type.

@@ -267,6 +267,11 @@ memest_matrix(matrix-blind25-h200-torch2.11 SETS sample31 random33)
 # Session 30's fresh sample (sample seed 32, random seed 34; blind26), measured on an
 # H100, compared once (blind26-compare-h100-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind26-h100-torch2.11 SETS sample32 random34 TAG h100-torch2.11)
+# Session 31's fresh sample (sample seeds 33 and 36, random seed 35; blind27: the draw
+# found only timm architectures, 20 a seed), measured on an H100, compared once
+# (blind27-compare-h100-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind27-h100-torch2.11 SETS sample33 random35 TAG h100-torch2.11)
+memest_matrix(matrix-blind27b-h100-torch2.11 SETS sample36 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 

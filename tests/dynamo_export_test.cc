@@ -693,5 +693,52 @@ output y
   CHECK(a.derived_count == 5 * 49 * 49);
   CHECK(a.derived_bytes == 5 * 49 * 49 * 4);
   REQUIRE(!g.warnings.empty());
-  CHECK(g.warnings.back().find("1 table the exporter computed by indexing a parameter (index_5)") != std::string::npos);
+  CHECK(g.warnings.back().find("1 table the exporter computed from a parameter with a buffer or indices (index_5)") != std::string::npos);
+}
+
+TEST_CASE("dynamo export: what the exporter's optimizer folded into an initializer says whether it is a parameter") {
+  // timm's mixed RoPE: rope.freqs (a parameter) selected and unsqueezed, as unsqueeze_1;
+  // rope.t_x (a buffer) scaled, as t_scaled; LeViT's attention biases gathered by their
+  // index buffer, as table. The value_info of each carries the optimizer's folded_from.
+  // All three are read at the top level, where no module rule can tell them apart.
+  const std::string signature =
+      "# inputs\np_rope_freqs: PARAMETER target='rope.freqs'\n"
+      "p_attn_attention_biases: PARAMETER target='attn.attention_biases'\n"
+      "b_rope_t_x: BUFFER target='rope.t_x'\nb_attn_attention_bias_idxs: BUFFER target='attn.attention_bias_idxs'\n"
+      "x: USER_INPUT\n";
+  auto folded = [](const std::string& name, const std::string& dims, const std::string& from) {
+    return lfield(13, value_info(name, tensor_type(1, dims)) +
+                          lfield(4, entry("pkg.onnxscript.optimizer.folded_from", from)));
+  };
+  const std::string d6 = dim_value(6), d1 = dim_value(1), d32 = dim_value(32), d196 = dim_value(196);
+  const std::string body =
+      lfield(1, lfield(1, "x") + lfield(1, "unsqueeze_1") + lfield(2, "a") + lfield(4, "Mul")) +
+      lfield(1, lfield(1, "a") + lfield(1, "t_scaled") + lfield(2, "b") + lfield(4, "Add")) +
+      lfield(1, lfield(1, "b") + lfield(1, "table") + lfield(2, "y") + lfield(4, "Add")) +
+      initializer("unsqueeze_1", {6, 1, 32}) + initializer("t_scaled", {6, 196, 32}) +
+      initializer("table", {6, 196, 32}) +
+      lfield(11, value_info("x", tensor_type(1, dim_param("batch") + d6 + d196 + d32))) +
+      lfield(12, value_info("y", tensor_type(1, dim_param("batch") + d6 + d196 + d32))) +
+      folded("unsqueeze_1", d6 + d1 + d32, "['rope.freqs', 'select', 'val_7', 'val_8']") +
+      folded("t_scaled", d6 + d196 + d32, "['rope.t_x', 'val_6']") +
+      folded("table", d6 + d196 + d32, "['index', 'attn.attention_bias_idxs', 'attn.attention_biases', 'val_9']");
+  const std::string sig = lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature));
+  const Graph g = read_onnx_bytes(model(body + sig), "m.onnx");
+  const int freqs = g.find_tensor("unsqueeze_1"), t_x = g.find_tensor("t_scaled"), table = g.find_tensor("table");
+  CHECK(g.tensors[freqs].kind == TensorKind::Parameter);
+  CHECK(g.tensors[t_x].kind == TensorKind::Buffer);
+  CHECK(g.tensors[table].kind == TensorKind::Parameter);
+  // The table, folded from a parameter with an index buffer, is larger than the
+  // parameter; the selected freqs are not.
+  REQUIRE(g.derived_parameters.size() == 1);
+  CHECK(g.derived_parameters[0] == table);
+}
+
+TEST_CASE("python_strings: the quoted names of a Python list") {
+  const auto v = python_strings("['rope.freqs', 'select', 'val_7']");
+  REQUIRE(v.size() == 3);
+  CHECK(v[0] == "rope.freqs");
+  CHECK(v[2] == "val_7");
+  CHECK(python_strings("[]").empty());
+  CHECK(python_strings("['unterminated").empty());
 }

@@ -9,7 +9,7 @@ layout `validate compare --models-dir` reads for the measured corpus and random 
 `loads` runs memest on each file the manifests list as exported, at batch 2 with the
 file's own arguments; a file that fails, or whose parameter bytes differ from the count
 torch gave at export, is listed. A file over by no more than the tables memest names as
-gathered from parameters (`accounting.derived_parameters`: the exporter folded a
+computed from parameters with buffers or indices (`accounting.derived_parameters`: the exporter folded a
 parameter into a larger `index_N`, so the file does not hold torch's count) is listed
 apart (FOLDED) and not counted against the parameter threshold. With --enforce it exits 1 when there are more of
 either than thresholds.json's "matrix" entry allows (the count when it was committed:
@@ -57,12 +57,12 @@ def check_one(memest, dest, row):
     got = acc["parameter_bytes"]
     if got != row["param_bytes"]:
         why = "parameter bytes %d, torch %d (%+d)" % (got, row["param_bytes"], got - row["param_bytes"])
-        # The exporter folded a parameter into a larger table that memest names (its
-        # `index_N`, gathered from it): the file does not hold torch's count, and memest
-        # says by how much at most it is over.
+        # The exporter folded a parameter into a larger table that memest names (with a
+        # buffer or indices: LeViT's `index_N`): the file does not hold torch's count, and
+        # memest says by how much at most it is over.
         derived = acc.get("derived_parameters", 0)
         if 0 < got - row["param_bytes"] <= derived:
-            return "folded", why + ", within the %d bytes memest names as tables gathered from parameters" % derived
+            return "folded", why + ", within the %d bytes memest names as tables computed from parameters" % derived
         return "params", why
     return "ok", ""
 
@@ -85,7 +85,7 @@ def loads(args):
         print("FOLDED  %-48s %s" % (r["path"], why))
     n = len(rows)
     print("matrix: %d files, %d load (%.1f%%), %d with torch's parameter bytes exactly, %d over by tables "
-          "the exporter gathered from parameters (memest says so)" % (
+          "the exporter computed from parameters (memest says so)" % (
               n, n - len(fails), 100.0 * (n - len(fails)) / n, n - len(fails) - len(params) - len(folded), len(folded)))
     if args.enforce:
         with open(args.thresholds) as f:
