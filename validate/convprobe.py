@@ -271,6 +271,23 @@ def draw_conv1d_long(r):
             "dtype": r.choice(["float32", "float16", "bfloat16"]), "opad": 0, "bias": r.random() < 0.5}
 
 
+def draw_depthwise_cl_large(r):
+    """Depthwise 2-D layers with 5x5 and 7x7 kernels on channels-last inputs (ConvNeXt's
+    conv_dw after its channel LayerNorm), fp32 and half, at ConvNeXt's widths and maps:
+    blind27's st_test_convnext2 took 16.8 x (x + y) in one such weight gradient (fp32, 64
+    channels, 20x20, batch 32), past every channels-last depthwise probe (at most 8.5 x
+    for fp32 7x7 layers, 14 probes)."""
+    cin = r.choice([32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024])
+    k = r.choice([5, 7, 7])
+    size = r.choice([5, 7, 10, 14, 20, 28, 40, 56, 80, 112])
+    per_sample = cin * size * size
+    n = min(max(1, int(2 ** 26 // per_sample)), r.choice([1, 2, 4, 8, 16, 32, 64, 128]))
+    return {"nd": 2, "transposed": False, "n": n, "cin": cin, "cout": cin, "spatial": [size, size], "k": k,
+            "stride": 1, "pad": (k - 1) // 2, "dil": 1, "groups": cin,
+            "dtype": r.choice(["float32", "float32", "float16", "bfloat16"]), "opad": 0,
+            "bias": r.random() < 0.8, "channels_last": True}
+
+
 def draw_pointwise_leaf(r):
     """Dense 1x1 stride-1 2-D layers where memest's weight-gradient rule is least sure
     (estimator/ops/conv.cc pointwise_wgrad): fp32 partials Cin x Cout x 4 B a sample larger
@@ -288,7 +305,7 @@ def draw_pointwise_leaf(r):
             return c
 
 
-FAMILIES = {"any": draw, "pointwise-leaf": draw_pointwise_leaf, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
+FAMILIES = {"any": draw, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,
