@@ -288,6 +288,38 @@ def draw_depthwise_cl_large(r):
             "bias": r.random() < 0.8, "channels_last": True}
 
 
+_TABLE = []
+
+
+def draw_table(r):
+    """A row of memest's cuDNN table (estimator/data/cudnn_h200.inc: the zoo's layers,
+    probed on the H200) with square kernels, strides and pads, at a batch it was probed at
+    or below: on another card (an H100), whether cuDNN's heuristics pick what they picked
+    there. blind27's st_mnasnet_100 (H100): its 1152 -> 320 1x1 layer's bf16 weight
+    gradient took 26 MB where the table's row says 94 MB at every batch."""
+    import os
+    import re
+    if not _TABLE:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "estimator", "data", "cudnn_h200.inc")
+        dtypes = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+        for line in open(path):
+            m = re.match(r"\{(\d+),(\d+),DType::(\w+),([\d,]+)\},", line)
+            if not m:
+                continue
+            v = [int(x) for x in m.group(4).split(",")]
+            cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oph, opw, n = v[:16]
+            if kh != kw or sh != sw or ph != pw or dh != dw or oph != opw or h != w:
+                continue
+            _TABLE.append({"nd": 2, "transposed": bool(int(m.group(1))), "n": n, "cin": cin, "cout": cout,
+                           "spatial": [h, w], "k": kh, "stride": sh, "pad": ph, "dil": dh, "groups": groups,
+                           "dtype": dtypes[m.group(3)], "opad": oph, "bias": False,
+                           "channels_last": bool(int(m.group(2)))})
+    c = dict(r.choice(_TABLE))
+    c["n"] = r.choice([b for b in (1, 8, 16, 32, 64) if b <= c["n"]] or [c["n"]])
+    return c
+
+
 def draw_pointwise_leaf(r):
     """Dense 1x1 stride-1 2-D layers where memest's weight-gradient rule is least sure
     (estimator/ops/conv.cc pointwise_wgrad): fp32 partials Cin x Cout x 4 B a sample larger
@@ -305,7 +337,7 @@ def draw_pointwise_leaf(r):
             return c
 
 
-FAMILIES = {"any": draw, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
+FAMILIES = {"any": draw, "table": draw_table, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,
