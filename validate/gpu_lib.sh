@@ -15,39 +15,49 @@ seqtrace() {  # OUTNAME CASES [BUDGET]: whole allocation event sequences of MODE
   python3 -m validate kernels --parts cases --deadline $dl ${3:+--budget $3} --out /tmp/res/seq-$1.jsonl \
     --cases $2 > $L/seq-$1.log 2>&1
 }
-# blind_sample SAMPLE_SEED RANDOM_SEED: 30 architectures drawn from timm and transformers
-# (none a set or an earlier draw holds; b1-bf16-adamw and b2-fp32-adam), the largest batch
-# under 24 GiB for twelve of them (fp16-adam), 200 random modules (b1-fp16-adam), all
-# exported through both exporters into /tmp/matrix. Runs in the background.
+# blind_sample SAMPLE_SEED RANDOM_SEED: up to 30 architectures drawn from timm and
+# transformers (none a set or an earlier draw holds; blind_architectures below), 200 random
+# modules (b1-fp16-adam), all exported through both exporters into /tmp/matrix. Runs in the
+# background.
 mb_part() {  # SAMPLE_SEED NAMES FROM,TO: the largest batch of those drawn models under 24 GiB
   python3 -m validate maxbatch --set sample:$1:30 --configs fp16-adam --budget 24GiB --deadline $dl \
       --models "$(echo "$2" | tr ',' '\n' | sed -n "$3p" | paste -sd,)" \
       --out /tmp/res/mb-${3/,/-}.jsonl > $L/mb-${3/,/-}.log 2>&1
 }
-blind_sample() {
-  local s=$1 r=$2 names h1 h2 part
-  m --set random:$r:200 --configs b1-fp16-adam --out /tmp/res/r$r.jsonl > $L/m-r$r.log 2>&1 &
-  python3 -m validate matrix --set random:$r:200 --out /tmp/matrix --jobs 7 --deadline $dl \
-      --variants legacy-train-dyn,dynamo-train-dyn > $L/x-r$r.log 2>&1 &
-  names=$(python3 -c "from validate import sample; print(','.join(sample.draw($s, 30)))" 2>$L/draw.log)
+# blind_architectures SAMPLE_SEED: the drawn architectures measured (b1-bf16-adamw and
+# b2-fp32-adam, two workers), three largest-batch searches of four names each, spread over
+# however many the draw found (the transformers pool ran out in session 31: 20 timm names,
+# where the fixed parts 2-5, 12-15, 22-25 left the third empty), and their exports.
+blind_architectures() {
+  local s=$1 names h1 h2 count a b c
+  names=$(python3 -c "from validate import sample; print(','.join(sample.draw($s, 30)))" 2>$L/draw-$s.log)
   echo "drawn: $names"
   h1=$(echo "$names" | tr ',' '\n' | awk 'NR%2==1' | paste -sd,)
   h2=$(echo "$names" | tr ',' '\n' | awk 'NR%2==0' | paste -sd,)
   m --set sample:$s:30 --models "$h1" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s1.jsonl > $L/m-s1.log 2>&1 &
   m --set sample:$s:30 --models "$h2" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s2.jsonl > $L/m-s2.log 2>&1 &
+  count=$(echo "$names" | tr ',' '\n' | grep -c .)
+  a=2 b=$((count / 3 + 2)) c=$((2 * count / 3 + 2))
   # Three searches under a 24 GiB cap at once fill an 80 GB card with the measuring
   # beside them (session 27's H100: two searches ran out of memory with the card full,
   # at 1.1 and 19.7 GiB of their own); below 120 GiB the third waits for the first.
   local total_mib
   total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
   if [ "${total_mib:-0}" -ge 122880 ]; then
-    for part in 2,5 12,15 22,25; do mb_part $s "$names" $part & done
+    for part in $a,$((a + 3)) $b,$((b + 3)) $c,$((c + 3)); do mb_part $s "$names" $part & done
   else
-    (mb_part $s "$names" 2,5; mb_part $s "$names" 22,25) &
-    mb_part $s "$names" 12,15 &
+    (mb_part $s "$names" $a,$((a + 3)); mb_part $s "$names" $c,$((c + 3))) &
+    mb_part $s "$names" $b,$((b + 3)) &
   fi
   python3 -m validate matrix --set sample:$s:30 --models "$names" --out /tmp/matrix --jobs 5 --deadline $dl \
       --variants legacy-train-dyn,dynamo-train-dyn > $L/x-sample.log 2>&1 &
+}
+blind_sample() {
+  local s=$1 r=$2
+  m --set random:$r:200 --configs b1-fp16-adam --out /tmp/res/r$r.jsonl > $L/m-r$r.log 2>&1 &
+  python3 -m validate matrix --set random:$r:200 --out /tmp/matrix --jobs 7 --deadline $dl \
+      --variants legacy-train-dyn,dynamo-train-dyn > $L/x-r$r.log 2>&1 &
+  blind_architectures $s
 }
 # finish: stop whatever still runs 90 s after the deadline (so the files come back), wait.
 finish() {

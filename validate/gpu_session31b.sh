@@ -11,16 +11,9 @@ budget=${1:-420} L=/tmp/logs31b
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) tag=h100-torch2.11;; *) tag=h200-torch2.11;; esac
 source validate/gpu_lib.sh
 s=36
-names=$(python3 -c "from validate import sample; print(','.join(sample.draw($s, 30)))" 2>$L/draw.log)
-echo "drawn: $names"
-h1=$(echo "$names" | tr ',' '\n' | awk 'NR%2==1' | paste -sd,)
-h2=$(echo "$names" | tr ',' '\n' | awk 'NR%2==0' | paste -sd,)
-m --set sample:$s:30 --models "$h1" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s1.jsonl > $L/m-s1.log 2>&1 &
-m --set sample:$s:30 --models "$h2" --configs b1-bf16-adamw,b2-fp32-adam --out /tmp/res/s2.jsonl > $L/m-s2.log 2>&1 &
-(mb_part $s "$names" 2,5; mb_part $s "$names" 16,19) &
-mb_part $s "$names" 9,12 &
-python3 -m validate matrix --set sample:$s:30 --models "$names" --out /tmp/matrix --jobs 5 --deadline $dl \
-    --variants legacy-train-dyn,dynamo-train-dyn > $L/x-sample.log 2>&1 &
+# As run (a0613f8) these steps were written out here, with the searches' parts 2-5, 9-12
+# and 16-19; gpu_lib.sh's blind_architectures now does the same (parts 2-5, 8-11, 15-18).
+blind_architectures $s
 finish
 cat /tmp/res/s1.jsonl /tmp/res/s2.jsonl > $OUT/sample$s-$tag.jsonl
 cat /tmp/res/mb-*.jsonl > $OUT/sample$s-maxbatch-$tag.jsonl
