@@ -343,6 +343,50 @@ std::vector<std::string_view> python_strings(std::string_view list) {
 
 namespace {
 
+// What the exporter's optimizer says it folded into each initializer (its metadata's
+// folded_from, ParameterReads::folded_from), read against the signature's lists.
+class FoldedNotes {
+ public:
+  FoldedNotes(const std::unordered_map<int, std::vector<std::string_view>>& from,
+              const std::vector<std::string_view>& parameters, const std::vector<std::string_view>& buffers)
+      : from_(from), parameters_(parameters.begin(), parameters.end()), buffers_(buffers.begin(), buffers.end()) {}
+
+  // Whether tensor t is a parameter by its notes: folded from a listed parameter, yes
+  // (timm's mixed RoPE: `rope.freqs` selected and unsqueezed, read by a top-level matmul,
+  // as unsqueeze_1); from listed buffers and constants alone, no (`rope.t_x`); nullopt
+  // where there are no notes or only the exporter's own values.
+  std::optional<bool> source(int t) const {
+    const auto* names = of(t);
+    if (!names) return std::nullopt;
+    if (any(*names, parameters_)) return true;
+    if (any(*names, buffers_)) return false;
+    return std::nullopt;
+  }
+
+  // Whether a parameter was folded into t with a buffer or through an indexing call: a
+  // table gathered or computed from the parameter by indices or a lookup, larger than it
+  // (LeViT's and EfficientViT's attention biases by attention_bias_idxs, MaxViT's relative
+  // position table by height_lookup). A parameter merely selected or reshaped (the mixed
+  // RoPE's freqs) keeps its size.
+  bool table(int t) const {
+    const auto* names = of(t);
+    if (!names || !any(*names, parameters_)) return false;
+    return any(*names, buffers_) || std::any_of(names->begin(), names->end(), names_index_call);
+  }
+
+ private:
+  const std::vector<std::string_view>* of(int t) const {
+    const auto it = from_.find(t);
+    return it == from_.end() ? nullptr : &it->second;
+  }
+  static bool any(const std::vector<std::string_view>& names, const std::unordered_set<std::string_view>& set) {
+    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return set.count(n) > 0; });
+  }
+
+  const std::unordered_map<int, std::vector<std::string_view>>& from_;
+  std::unordered_set<std::string_view> parameters_, buffers_;
+};
+
 // One warning for the tables in Graph::derived_parameters, naming the first three.
 void warn_derived_parameters(Graph& g) {
   const auto& ids = g.derived_parameters;
@@ -492,38 +536,7 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     }
     return false;
   };
-  // The exporter's optimizer may say what it folded into an initializer (its metadata's
-  // folded_from): a listed parameter makes it one (timm's mixed RoPE: `rope.freqs`
-  // selected and unsqueezed, read by a top-level matmul, as unsqueeze_1), listed buffers
-  // and constants alone a buffer (`rope.t_x`); values of the exporter's own say nothing.
-  const std::unordered_set<std::string_view> parameter_set(parameters.begin(), parameters.end()),
-      buffer_set(buffers.begin(), buffers.end());
-  auto folded_source = [&](int t) -> std::optional<bool> {
-    const auto it = reads.folded_from.find(t);
-    if (it == reads.folded_from.end()) return std::nullopt;
-    for (std::string_view name : it->second) {
-      if (parameter_set.count(name)) return true;
-    }
-    for (std::string_view name : it->second) {
-      if (buffer_set.count(name)) return false;
-    }
-    return std::nullopt;
-  };
-  // Whether a parameter was folded into it with a buffer or through an indexing call:
-  // a table gathered or computed from the parameter by indices or a lookup, larger than
-  // it (LeViT's and EfficientViT's attention biases by attention_bias_idxs, MaxViT's
-  // relative position table by height_lookup). A parameter merely selected or reshaped
-  // (the mixed RoPE's freqs) keeps its size.
-  auto folded_into_table = [&](int t) {
-    const auto it = reads.folded_from.find(t);
-    if (it == reads.folded_from.end()) return false;
-    const auto& names = it->second;
-    const bool param = std::any_of(names.begin(), names.end(), [&](std::string_view n) { return parameter_set.count(n) > 0; });
-    const bool lookup = std::any_of(names.begin(), names.end(), [&](std::string_view n) {
-      return buffer_set.count(n) > 0 || names_index_call(n);
-    });
-    return param && lookup;
-  };
+  const FoldedNotes notes(reads.folded_from, parameters, buffers);
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Parameter || listed[t] || !ten.shape) continue;
@@ -532,7 +545,7 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
     const bool below = numel > kMaxFoldedBuffer;
     const bool layout = names_layout_call(ten.name);
     bool weight = false;
-    if (const auto from = folded_source(static_cast<int>(t))) {
+    if (const auto from = notes.source(static_cast<int>(t))) {
       weight = *from;
     } else if (reads.empty()) {
       weight = reads_folded(ten, below, folded);
@@ -542,7 +555,7 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
       weight = reads_folded(ten, below, layout ? untaken : folded, layout) || (layout && claims_untaken(ten));
     }
     if (!weight) ten.kind = TensorKind::Buffer;
-    if (weight && (names_index_call(ten.name) || folded_into_table(static_cast<int>(t)))) {
+    if (weight && (names_index_call(ten.name) || notes.table(static_cast<int>(t)))) {
       g.derived_parameters.push_back(static_cast<int>(t));
     }
   }
