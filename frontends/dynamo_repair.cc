@@ -306,6 +306,14 @@ int restore_dropped_biases(Graph& g, const std::vector<std::string_view>& parame
 
 namespace {
 
+// The op an FX node's name was made from: its counter dropped ("permute_3" -> "permute",
+// "_to_copy_2" -> "_to_copy", "index" stays).
+std::string_view fx_call_op(std::string_view name) {
+  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.remove_suffix(1);
+  if (name.ends_with('_')) name.remove_suffix(1);
+  return name;
+}
+
 // Whether `name` is that of an FX node of an op that only lays a tensor out or casts it
 // ("permute_3", "t", "_to_copy_2"): an initializer of that name is the value of such a
 // call the exporter computed once (falcon's `matmul(%layer_norm, %permute)`, where
@@ -315,18 +323,13 @@ namespace {
 bool names_layout_call(std::string_view name) {
   static constexpr std::string_view kLayout[] = {"permute", "t", "transpose", "view", "_unsafe_view",
                                                  "reshape", "_to_copy", "unsqueeze", "squeeze"};
-  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.remove_suffix(1);
-  if (name.ends_with('_')) name.remove_suffix(1);
-  return std::find(std::begin(kLayout), std::end(kLayout), name) != std::end(kLayout);
+  const std::string_view op = fx_call_op(name);
+  return std::find(std::begin(kLayout), std::end(kLayout), op) != std::end(kLayout);
 }
 
 // Whether an initializer's name is an indexing call's FX name ("index", "index_5"): a
 // table the exporter computed by gathering a parameter, larger than the parameter.
-bool names_index_call(std::string_view name) {
-  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.remove_suffix(1);
-  if (name.ends_with('_')) name.remove_suffix(1);
-  return name == "index";
-}
+bool names_index_call(std::string_view name) { return fx_call_op(name) == "index"; }
 
 }  // namespace
 
