@@ -11,7 +11,12 @@ from: the next name is drawn instead, so a seed always names the same models on
 the same library versions. A model's name says how to rebuild it (`st_<timm name>`,
 `sh_<model type>_<lm|cls|img>`), so the measuring worker needs nothing else. The image
 task came in session 28, when the draw found only two language model types left
-(blind24: 22 architectures where 30 were asked for).
+(blind24: 22 architectures where 30 were asked for). In session 32, when none was left
+(blind27: 20 timm names where 30 were asked for), transformers' audio classifiers
+(`sh_<type>_aud`: raw waveform, or the config's spectrogram) and semantic segmenters
+(`sh_<type>_seg`), and torchvision's classifiers, segmenters and video classifiers
+(`sv_<name>`, at the crop size of the weights' own transforms; no weights are read) joined
+the draw; a draw the non-timm pools cannot fill takes timm names for the rest.
 
 Nothing is tuned on a sample before it is measured and compared once; the next session
 takes it as training data and draws a new one.
@@ -85,9 +90,85 @@ def _hf_image_entry(model_type):
                  family="sample_vision", subdir="sample")
 
 
+def _audio_shape(cfg):
+    """What the model's forward takes per sample: a spectrogram where the config sizes one
+    (Whisper: mel bins x twice the encoder positions; AST: frames x mel bins), else a
+    second of 16 kHz waveform (wav2vec2-like convolutional feature encoders)."""
+    bins = getattr(cfg, "num_mel_bins", None)
+    if bins and getattr(cfg, "max_source_positions", None):
+        return (int(bins), 2 * int(cfg.max_source_positions))
+    if bins and getattr(cfg, "max_length", None):
+        return (int(cfg.max_length), int(bins))
+    return (16000,)
+
+
+def _hf_audio_entry(model_type):
+    shape = _audio_shape(_hf_config(model_type))
+
+    def build():
+        import transformers
+        from validate.corpus import _wrap_first
+        return _wrap_first(transformers.AutoModelForAudioClassification.from_config(_hf_config(model_type)))
+    return Entry("sh_%s_aud" % model_type, build, [InputSpec("input", shape)], "ce", TargetSpec((), 2), (8, 16),
+                 "transformers %s audio classifier (small)" % model_type, needs="transformers",
+                 family="sample_audio", subdir="sample")
+
+
+def _hf_seg_entry(model_type):
+    cfg = _hf_config(model_type)
+    h, w = _image_size(cfg)
+    channels = int(getattr(cfg, "num_channels", 3) or 3)
+
+    def build():
+        import transformers
+        from validate.corpus import _PixelValues, _wrap_first
+        return _wrap_first(_PixelValues(
+            transformers.AutoModelForSemanticSegmentation.from_config(_hf_config(model_type))))
+    batches = (8, 16) if max(h, w) <= 256 else (2, 4)
+    return Entry("sh_%s_seg" % model_type, build, [InputSpec("input", (channels, h, w))], "sum", None, batches,
+                 "transformers %s semantic segmentation (small)" % model_type, needs="transformers",
+                 family="sample_seg", subdir="sample")
+
+
+def _tv_kind(name):
+    from torchvision import models
+    if name in models.list_models(module=models.segmentation):
+        return "seg"
+    if name in models.list_models(module=models.video):
+        return "video"
+    return "cls" if name in models.list_models(module=models) else None
+
+
+def _tv_entry(name):
+    """A torchvision model at its weights' crop size (segmenters at 256, clips of 16 frames)."""
+    from torchvision import models
+    kind = _tv_kind(name)
+    crop = 256 if kind == "seg" else int(list(models.get_model_weights(name).DEFAULT.transforms().crop_size)[0])
+
+    def build():
+        from torchvision import models
+        from validate.corpus import _wrap_first
+        if kind == "seg":
+            return _wrap_first(models.get_model(name, weights=None, weights_backbone=None), "out")
+        return models.get_model(name, weights=None)
+    if kind == "seg":
+        return Entry("sv_" + name, build, [InputSpec("input", (3, crop, crop))], "sum", None, (4, 8),
+                     "torchvision.models.get_model(%r)" % name, family="sample_seg", subdir="sample")
+    if kind == "video":
+        return Entry("sv_" + name, build, [InputSpec("input", (3, 16, crop, crop))], "ce", TargetSpec((), 400),
+                     (2, 4), "torchvision.models.get_model(%r)" % name, family="sample_video", subdir="sample")
+    batches = (16, 32) if crop <= 256 else (4, 8)
+    return Entry("sv_" + name, build, [InputSpec("input", (3, crop, crop))], "ce", TargetSpec((), 1000), batches,
+                 "torchvision.models.get_model(%r)" % name, family="sample_tv", subdir="sample")
+
+
 def _hf_entry(model_type, task):
     if task == "img":
         return _hf_image_entry(model_type)
+    if task == "aud":
+        return _hf_audio_entry(model_type)
+    if task == "seg":
+        return _hf_seg_entry(model_type)
 
     def build():
         import transformers
@@ -107,6 +188,8 @@ def _hf_entry(model_type, task):
 def entry_of(name):
     if name.startswith("st_"):
         return _timm_entry(name[3:])
+    if name.startswith("sv_"):
+        return _tv_entry(name[3:])
     model_type, task = name[3:].rsplit("_", 1)
     return _hf_entry(model_type, task)
 
@@ -127,7 +210,7 @@ def _known():
         with open_results(path) as f:
             for line in f:
                 model = json.loads(line).get("model", "")
-                if model.startswith(("st_", "sh_")):
+                if model.startswith(("st_", "sh_", "sv_")):
                     names.add(model[3:])
     return names
 
@@ -139,7 +222,31 @@ def _candidates():
     out += ["sh_%s_lm" % t for t in ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES]
     out += ["sh_%s_cls" % t for t in ma.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES]
     out += ["sh_%s_img" % t for t in ma.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES if t not in CORPUS_IMAGE_TYPES]
-    return sorted(out)
+    return sorted(out + _session32_candidates())
+
+
+def _session32_candidates():
+    """The pools added when transformers' language and image types ran out (each listed
+    only where this machine's libraries have it)."""
+    out = []
+    try:
+        from transformers.models.auto import modeling_auto as ma
+        out += ["sh_%s_aud" % t for t in ma.MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES]
+        out += ["sh_%s_seg" % t for t in ma.MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES]
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from torchvision import models
+        out += ["sv_" + n for n in models.list_models() if _tv_kind(n)]
+    except (ImportError, AttributeError):
+        pass
+    return out
+
+
+def _model_type_known(name, known):
+    """An audio classifier or segmenter of a type a set holds whole (the corpus's
+    `wav2vec2`, `whisper`) is not new."""
+    return name.startswith("sh_") and name.endswith(("_aud", "_seg")) and name[3:].rsplit("_", 1)[0] in known
 
 
 def _usable(name):
@@ -159,24 +266,26 @@ def _usable(name):
 
 
 def draw(seed, n):
-    """N usable model names drawn with `seed` (timm and transformers in proportion 2:1)."""
+    """N usable model names drawn with `seed`: timm and the other libraries in proportion
+    2:1, timm filling what the others cannot."""
     known = _known()
-    cands = [c for c in _candidates() if c[3:] not in known]
+    cands = [c for c in _candidates() if c[3:] not in known and not _model_type_known(c, known)]
     r = random.Random(seed)
     timm_c = [c for c in cands if c.startswith("st_")]
-    hf_c = [c for c in cands if c.startswith("sh_")]
+    other_c = [c for c in cands if not c.startswith("st_")]
     r.shuffle(timm_c)
-    r.shuffle(hf_c)
+    r.shuffle(other_c)
+    out = _take(other_c, n // 3)
+    return out + _take(timm_c, n - len(out))
+
+
+def _take(pool, k):
     out = []
-    want_hf = n // 3
-    for pool, k in ((hf_c, want_hf), (timm_c, n - want_hf)):
-        got = 0
-        for c in pool:
-            if got >= k:
-                break
-            if _usable(c):
-                out.append(c)
-                got += 1
+    for c in pool:
+        if len(out) >= k:
+            break
+        if _usable(c):
+            out.append(c)
     return out
 
 

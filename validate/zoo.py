@@ -291,7 +291,7 @@ def lookup(name: str) -> Entry:
     for table in (BY_NAME, HOLDOUT_BY_NAME, BLIND_BY_NAME, CORPUS_BY_NAME, FINETUNE_BY_NAME):
         if name in table:
             return table[name]
-    if name.startswith(("st_", "sh_")):
+    if name.startswith(("st_", "sh_", "sv_")):
         from validate import sample
         return sample.entry_of(name)
     if name.startswith("rnd") and "_" in name:
