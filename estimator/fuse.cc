@@ -300,10 +300,11 @@ void Fuser::aten_call(const std::vector<int>& nodes, const char* op) {
   replace(last, op, {x}, nodes);
 }
 
-// The reduced axes of a ReduceMean that keeps its dims (an attribute up to opset
-// 17, input 1 from 18), normalised and sorted; empty when unknown or not kept.
-std::vector<int64_t> Fuser::mean_axes(const Node& n, size_t rank) const {
-  if (n.op != "ReduceMean" || n.attr_int("keepdims", 1) == 0) return {};
+// The reduced axes of a ReduceMean (an attribute up to opset 17, input 1 from 18),
+// normalised and sorted; empty when unknown, or when `kept` asks for a node that keeps
+// its dims and it does not.
+std::vector<int64_t> Fuser::mean_axes(const Node& n, size_t rank, bool kept) const {
+  if (n.op != "ReduceMean" || (kept && n.attr_int("keepdims", 1) == 0)) return {};
   std::vector<int64_t> axes;
   if (n.attr("axes")) {
     axes = n.attr_ints("axes");
@@ -470,6 +471,64 @@ void Fuser::rms_norm(int k) {
   epsilon.kind = Attribute::Float;
   epsilon.f = *eps;
   rms.attrs["epsilon"] = epsilon;
+}
+
+// torch.var as both exporters write it: ReduceMean(x) -> Sub(x, mean) -> Mul(d, d) ->
+// ReduceMean -> Mul(count) -> Div(count - correction), the count a scalar (the legacy
+// exporter's from Shape, the dynamo exporter's a constant). Autograd runs one kernel whose
+// backward keeps x alone (derivatives.yaml var.correction: var_backward(grad, self, ...),
+// which makes self - self.mean() and then the gradient); spelled out, memest kept the
+// centred copy d for the square's gradient: an input-sized tensor per call too many (timm's
+// SimpleNorm2d, `x * rsqrt(var(x) + eps)`, in blind28's st_convnext_zepto_rms: +12.4% in
+// fp32, the GPU's trace holding no such copy). The count's Mul and Div are what a
+// hand-written variance, `((x - m) ** 2).mean()`, lacks; that one runs as written.
+void Fuser::variance(int k) {
+  const Node& mean = g_.nodes[k];
+  if (mean.dead || mean.inputs.empty()) return;
+  const int x = mean.inputs[0];
+  if (x < 0 || !T(x).shape || T(x).shape->empty()) return;
+  const size_t rank = T(x).shape->size();
+  const std::vector<int64_t> axes = mean_axes(mean, rank);
+  if (axes.empty()) return;
+  const int sub = only_op(mean.outputs[0], "Sub");
+  if (sub < 0 || g_.nodes[sub].inputs[0] != x || g_.nodes[sub].inputs[1] != mean.outputs[0]) return;
+  const int centred = g_.nodes[sub].outputs[0];
+  if (T(centred).graph_output || uses_[centred] != 2 || use_sum_[centred] % 2 != 0) return;
+  const int square = static_cast<int>(use_sum_[centred] / 2);  // the one node reading it twice
+  if (g_.nodes[square].op != "Mul" || g_.nodes[square].inputs[0] != centred || g_.nodes[square].inputs[1] != centred) {
+    return;
+  }
+  const int var = only_op(g_.nodes[square].outputs[0], "ReduceMean");
+  if (var < 0 || mean_axes(g_.nodes[var], rank, false) != axes) return;
+  const int scale = only_op(g_.nodes[var].outputs[0], "Mul");
+  if (scale < 0 || !one_element(other_input(g_.nodes[scale], g_.nodes[var].outputs[0]))) return;
+  const int div = only_op(g_.nodes[scale].outputs[0], "Div");
+  if (div < 0 || g_.nodes[div].inputs[0] != g_.nodes[scale].outputs[0] || !one_element(g_.nodes[div].inputs[1])) return;
+  const int64_t keepdims = g_.nodes[var].attr_int("keepdims", 1);
+  replace(div, "Variance", {x}, {k, sub, square, var, scale, div});
+  Node& n = g_.nodes[div];
+  Attribute a;
+  a.kind = Attribute::Ints;
+  a.ints = axes;
+  n.attrs["axes"] = a;
+  Attribute kd;
+  kd.i = keepdims;
+  n.attrs["keepdims"] = kd;
+}
+
+// torch.rsqrt as the legacy exporter writes it (symbolic_opset9.rsqrt): Div(ones(1),
+// Sqrt(x)). rsqrt is on autocast's fp32 list, so under AMP its result is fp32 and a norm's
+// `x * rsqrt(var + eps)` promotes to an fp32 copy of x; spelled out, the Div ran in half
+// and so did the product (blind28's st_convnext_zepto_rms, legacy bf16: 4.7% under where
+// the dynamo export, whose Reciprocal is on the list too, was exact). Python's `1 / t` is
+// t.reciprocal() * 1 and exports as Reciprocal, so the Div of a one is rsqrt's own.
+void Fuser::rsqrt(int k) {
+  const Node& sqrt = g_.nodes[k];
+  if (sqrt.dead || sqrt.inputs.empty() || sqrt.outputs.empty()) return;
+  const int div = only_op(sqrt.outputs[0], "Div");
+  if (div < 0 || g_.nodes[div].inputs.size() != 2 || g_.nodes[div].inputs[1] != sqrt.outputs[0]) return;
+  if (scalar_value(g_.nodes[div].inputs[0]) != 1.0) return;
+  replace(div, "Rsqrt", {sqrt.inputs[0]}, {k, div});
 }
 
 // F.group_norm, which both exporters write as Reshape(x, [N, G, -1]) ->
@@ -657,7 +716,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
   // Each pattern starts at one op, and rewrites never make such an op: the nodes
   // each pass visits are found in one walk over the graph (a walk per pass read
   // every Node four times, a cache miss each on a large graph).
-  std::vector<int> erf, tanh, softplus, sigmoid, softmax, matmul, concat, instance_norm, mean, scatter, batch_norm;
+  std::vector<int> erf, tanh, softplus, sigmoid, softmax, matmul, concat, instance_norm, mean, scatter, batch_norm, sqrt;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     if (n.dead) continue;
@@ -672,6 +731,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     if (n.op == "ReduceMean") mean.push_back(static_cast<int>(k));
     if (n.op == "ScatterND") scatter.push_back(static_cast<int>(k));
     if (n.op == "BatchNormalization") batch_norm.push_back(static_cast<int>(k));
+    if (n.op == "Sqrt") sqrt.push_back(static_cast<int>(k));
   }
   for (int k : batch_norm) f.batch_stats(k);
   for (int k : scatter) f.slice_assign(k);
@@ -692,6 +752,8 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
   }
   for (int k : mean) f.rms_norm(k);
   for (int k : mean) f.layer_norm(k);
+  for (int k : mean) f.variance(k);
+  for (int k : sqrt) f.rsqrt(k);
   for (int k : erf) f.gelu(k);
   for (int k : tanh) f.gelu_tanh(k);
   for (int k : sigmoid) f.silu(k);

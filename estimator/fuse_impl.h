@@ -87,6 +87,12 @@ class Fuser {
     Node* n = &g_.nodes[T(t).producer];
     return n->dead ? nullptr : n;
   }
+  // A tensor of one element (a scalar, whatever made it).
+  bool one_element(int t) const {
+    if (t < 0 || !T(t).shape) return false;
+    const auto n = product(*T(t).shape).as_const();
+    return n && *n == 1;
+  }
   bool is_scalar_const(int t) const {
     if (t < 0) return false;
     const Tensor& ten = T(t);
@@ -184,8 +190,10 @@ class Fuser {
   void mish(int k);
   void batch_stats(int k);
   void rms_norm(int k);
+  void variance(int k);
+  void rsqrt(int k);
   // Helpers of layer_norm and slice_assign (fuse.cc).
-  std::vector<int64_t> mean_axes(const Node& n, size_t rank) const;
+  std::vector<int64_t> mean_axes(const Node& n, size_t rank, bool kept = true) const;
   std::optional<double> scalar_value(int t) const;
   int only_op(int t, const char* op) const;
   static int other_input(const Node& n, int t);

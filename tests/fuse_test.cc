@@ -626,3 +626,132 @@ output y
           return b.category == Category::Activations && n.module == "mlp";
         }) == 2 * 32 + 2 * 64);
 }
+
+TEST_CASE("torch.var as both exporters write it is one Variance; a hand-written variance is not") {
+  // timm's SimpleNorm2d: x * rsqrt(var(x) + eps) * weight, x = h (a product, so that
+  // it needs a gradient). The dynamo exporter scales the mean of squares by constants;
+  // the legacy exporter by the count it reads from the shape (ReduceProd of Shape).
+  const char* dynamo = R"(
+opset 18
+input x float32 batch,8,32
+param w float32 32
+const axes int64 1 = -1
+const n float32 - = 32
+const nc float32 - = 32
+const eps float32 - = 0.00001
+node Mul x w -> h
+node ReduceMean h axes -> mu
+node Sub h mu -> d
+node Mul d d -> d2
+node ReduceMean d2 axes -> m2
+node Mul m2 n -> s
+node Div s nc -> var
+node Add var eps -> ve
+node Sqrt ve -> sd
+node Reciprocal sd -> r
+node Mul h r -> y
+output y
+)";
+  const char* legacy = R"(
+opset 17
+input x float32 batch,8,32
+param w float32 32
+const idx int64 1 = 2
+const one float32 1 = 1
+const zero float32 - = 0
+const eps float32 - = 0.00001
+node Mul x w -> h
+node ReduceMean h -> mu axes=[-1]
+node Shape h -> shp
+node Gather shp idx -> dims
+node ReduceProd dims -> cnt keepdims=0
+node Cast cnt -> cntf to=1
+node Sub h mu -> d
+node Mul d d -> d2
+node ReduceMean d2 -> m2 axes=[-1]
+node Mul m2 cntf -> s
+node Sub cntf zero -> nc
+node Div s nc -> var
+node Add var eps -> ve
+node Sqrt ve -> sd
+node Div one sd -> r
+node Mul h r -> y
+output y
+)";
+  // Written by hand: the mean of squares, no count, autograd keeps the centred copy.
+  const char* own = R"(
+opset 18
+input x float32 batch,8,32
+param w float32 32
+const axes int64 1 = -1
+const eps float32 - = 0.00001
+node Mul x w -> h
+node ReduceMean h axes -> mu
+node Sub h mu -> d
+node Mul d d -> d2
+node ReduceMean d2 axes -> var
+node Add var eps -> ve
+node Sqrt ve -> sd
+node Reciprocal sd -> r
+node Mul h r -> y
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(dynamo, cfg), b = analyze_text(legacy, cfg), c = analyze_text(own, cfg);
+  CHECK(live_ops(a) == std::map<std::string, int>{{"Add", 1}, {"Mul", 2}, {"Reciprocal", 1}, {"Sqrt", 1}, {"Variance", 1}});
+  CHECK(live_ops(b).at("Variance") == 1);
+  CHECK(live_ops(b).at("Rsqrt") == 1);  // Div(1, Sqrt): torch.rsqrt
+  CHECK(live_ops(b).count("Div") == 0);
+  CHECK(live_ops(c).count("Variance") == 0);
+  // h (4 * 8 * 32 * 4 B = 4096 at batch 4) is kept by the product with the root either way;
+  // the hand-written variance keeps the centred copy d too: one more 4096-byte block while
+  // forward's results wait for backward.
+  CHECK(estimate(c, 4).peak.peak_bytes == estimate(a, 4).peak.peak_bytes + 4096);
+}
+
+// The bytes of the first forward block the last Mul (x * rsqrt) allocates: its result.
+int64_t product_bytes(const Analysis& a, int64_t batch) {
+  const Estimate e = estimate(a, batch);
+  int64_t bytes = -1;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0) continue;
+    if (a.graph.nodes[b.node].op == "Mul") bytes = b.bytes.eval(e.bindings);
+  }
+  return bytes;
+}
+
+TEST_CASE("torch.rsqrt as the legacy exporter writes it runs in fp32 under autocast") {
+  // rsqrt is on autocast's fp32 list, as reciprocal is: h * rsqrt(v) promotes to an fp32
+  // h-sized result. Legacy: Div(1, Sqrt(v)), the one a 0-d constant; dynamo:
+  // Reciprocal(Sqrt(v)). A 0-d constant does not promote a half division (2 / sqrt(v)).
+  const std::string legacy = R"(
+opset 17
+input x float32 batch,64
+param w float32 64,64
+const one float32 - = 1
+node MatMul x w -> h
+node Sqrt h -> s
+node Div one s -> r
+node Mul h r -> y
+output y
+)";
+  std::string dynamo = legacy;
+  dynamo.replace(dynamo.find("node Div one s -> r"), 19, "node Reciprocal s -> r");
+  std::string halved = legacy;  // 2 / sqrt(v) is a division, run in half
+  halved.replace(halved.find("- = 1"), 5, "- = 2");
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  cfg.amp = Amp::FP16;
+  const Analysis a = analyze_text(legacy.c_str(), cfg), b = analyze_text(dynamo.c_str(), cfg),
+                 c = analyze_text(halved.c_str(), cfg);
+  std::string ops;
+  for (const auto& [op, count] : live_ops(a)) ops += op + "x" + std::to_string(count) + " ";
+  CHECK(ops == "Linearx1 Mulx1 Rsqrtx1 ");
+  CHECK(live_ops(c).at("Div") == 1);
+  // At batch 4: y is 4 * 64 fp32 values (1024 B) where a half product is 512 B.
+  CHECK(product_bytes(a, 4) == 1024);
+  CHECK(product_bytes(b, 4) == 1024);
+  CHECK(product_bytes(c, 4) == 512);
+}

@@ -201,6 +201,9 @@ const OpInfo kOps[] = {
      .domain = "memest",
      .note = "Reshape+InstanceNormalization+Reshape(+Mul+Add): F.group_norm, one kernel keeping input (a "
              "contiguous copy of a strided one), weight and fp32 mean/rstd per (n, group)"},
+    {.op = "Rsqrt", .family = "fused", .shape = shape_same, .autocast = Autocast::Fp32, .saved_outputs = bits({0}),
+     .grads = "A", .layout = Layout::Elementwise, .domain = "memest",
+     .note = "Div(1, Sqrt(x)): torch.rsqrt as the legacy exporter writes it; fp32 under autocast, keeps its result"},
     {.op = "SliceAssign", .family = "fused", .shape = shape_same, .autocast = Autocast::Promote, .grads = "AA",
      .domain = "memest",
      .note = "ScatterND of indices made from shapes alone: x[slices] = y through a view; no indices, nothing saved"},

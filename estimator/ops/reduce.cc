@@ -234,6 +234,10 @@ const OpInfo kOps[] = {
     {.op = "ReduceSumSquare", .family = kFamily, .shape = reduce<nullptr>, .autocast = Autocast::Fp32,
      .saved_inputs = bits({0}), .grads = "AN", .reduced_axes = node_axes,
      .note = "x*x then sum: the product keeps its input"},
+    // estimator/fuse.cc variance: ReduceMean, Sub, Mul, ReduceMean, Mul, Div as torch.var.
+    {.op = "Variance", .family = kFamily, .shape = reduce<nullptr>, .saved_inputs = bits({0}), .grads = "A",
+     .grad_temporaries = 1, .reduced_axes = node_axes, .domain = "memest",
+     .note = "torch.var: one kernel keeping its input; backward makes x - mean, then the gradient"},
     {.op = "ArgMax", .family = kFamily, .shape = arg_reduce, .autocast = Autocast::None,
      .note = "int64 indices, no gradient"},
     {.op = "ArgMin", .family = kFamily, .shape = arg_reduce, .autocast = Autocast::None,
