@@ -118,35 +118,35 @@ Timeline build_timeline(const Program& p, const std::vector<int64_t>& sizes, siz
   return t;
 }
 
-std::string timeline_svg(const Analysis& a, const Estimate& e, const Timeline& t) {
-  constexpr double W = 1400, H = 760;
-  constexpr double L = 90, R = 1130, T = 96, B = 680;  // the plot area
-  const double xmax = static_cast<double>(std::max<size_t>(t.events, 1));
-  int64_t top = std::max<int64_t>(e.peak.peak_bytes, 1);
-  for (const auto& p : t.points) top = std::max(top, p.total);
+namespace {
 
-  // Y in the unit that suits the peak, with room above it for the label.
-  const double unit = top >= (1ll << 30) ? 1073741824.0 : top >= (1ll << 20) ? 1048576.0 : 1024.0;
-  const char* unit_name = unit > 1048576.0 ? "GiB" : unit > 1024.0 ? "MiB" : "KiB";
-  const double ystep = nice_step(static_cast<double>(top) / unit * 1.15, 6);
-  const double ymax = std::ceil(static_cast<double>(top) / unit * 1.15 / ystep) * ystep;
-  auto X = [&](double event) { return L + (R - L) * event / xmax; };
-  auto Y = [&](double bytes) { return B - (B - T) * (bytes / unit) / ymax; };
+// The plot area and its scales: events along x, bytes in a unit that suits the peak
+// along y, with room above the peak for its label.
+struct Plot {
+  static constexpr double W = 1400, H = 760;
+  static constexpr double L = 90, R = 1130, T = 96, B = 680;  // the plot area
+  double xmax = 1, unit = 1024.0, ystep = 1, ymax = 1;
+  const char* unit_name = "KiB";
 
-  std::string s;
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " +
-       num(W) + " " + num(H) + "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
-  s += "<title>memest timeline: " + xml_escape(config_line(a, e.batch)) + "</title>\n";
-  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += "<text x=\"" + num(L) + "\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Allocated GPU memory over " +
-       std::to_string(a.train.iterations) + " simulated training iterations</text>\n";
-  s += "<text x=\"" + num(L) + "\" y=\"50\" fill=\"#444\">" + xml_escape(config_line(a, e.batch)) + "</text>\n";
+  Plot(const Estimate& e, const Timeline& t) : xmax(static_cast<double>(std::max<size_t>(t.events, 1))) {
+    int64_t top = std::max<int64_t>(e.peak.peak_bytes, 1);
+    for (const auto& p : t.points) top = std::max(top, p.total);
+    unit = top >= (1ll << 30) ? 1073741824.0 : top >= (1ll << 20) ? 1048576.0 : 1024.0;
+    unit_name = unit > 1048576.0 ? "GiB" : unit > 1024.0 ? "MiB" : "KiB";
+    ystep = nice_step(static_cast<double>(top) / unit * 1.15, 6);
+    ymax = std::ceil(static_cast<double>(top) / unit * 1.15 / ystep) * ystep;
+  }
+  double X(double event) const { return L + (R - L) * event / xmax; }
+  double Y(double bytes) const { return B - (B - T) * (bytes / unit) / ymax; }
+};
 
-  // Phase bands: a tinted background in the plot and a labelled strip above it.
-  s += "<g id=\"phases\">\n";
+// Phase bands: a tinted background in the plot and a labelled strip above it.
+std::string svg_phases(const Plot& P, const Timeline& t) {
+  constexpr double T = Plot::T, B = Plot::B;
+  std::string s = "<g id=\"phases\">\n";
   for (const auto& band : t.bands) {
     const PhaseStyle st = phase_style(band.phase);
-    const double x0 = X(static_cast<double>(band.first)), x1 = X(static_cast<double>(band.end));
+    const double x0 = P.X(static_cast<double>(band.first)), x1 = P.X(static_cast<double>(band.end));
     const std::string name = std::string(phase_name(band.phase)) + " " + std::to_string(band.iter + 1);
     s += "<rect x=\"" + num(x0) + "\" y=\"" + num(T) + "\" width=\"" + num(x1 - x0) + "\" height=\"" + num(B - T) +
          "\" fill=\"" + st.fill + "\"/>\n";
@@ -162,20 +162,23 @@ std::string timeline_svg(const Analysis& a, const Estimate& e, const Timeline& t
            "</text>\n";
     }
   }
-  s += "</g>\n";
+  return s + "</g>\n";
+}
 
-  // Grid and axes.
-  s += "<g id=\"axes\" stroke=\"#d0d0d0\" stroke-width=\"1\">\n";
-  for (double v = 0; v <= ymax + 1e-9; v += ystep) {
-    s += "<line x1=\"" + num(L) + "\" x2=\"" + num(R) + "\" y1=\"" + num(Y(v * unit)) + "\" y2=\"" +
-         num(Y(v * unit)) + "\"/>\n";
-    s += "<text x=\"" + num(L - 8) + "\" y=\"" + num(Y(v * unit) + 4) +
+// Grid, ticks and the axes' titles.
+std::string svg_axes(const Plot& P, const Timeline& t) {
+  constexpr double L = Plot::L, R = Plot::R, T = Plot::T, B = Plot::B;
+  std::string s = "<g id=\"axes\" stroke=\"#d0d0d0\" stroke-width=\"1\">\n";
+  for (double v = 0; v <= P.ymax + 1e-9; v += P.ystep) {
+    s += "<line x1=\"" + num(L) + "\" x2=\"" + num(R) + "\" y1=\"" + num(P.Y(v * P.unit)) + "\" y2=\"" +
+         num(P.Y(v * P.unit)) + "\"/>\n";
+    s += "<text x=\"" + num(L - 8) + "\" y=\"" + num(P.Y(v * P.unit) + 4) +
          "\" text-anchor=\"end\" stroke=\"none\" fill=\"#333\">" + tick_label(v) + "</text>\n";
   }
-  const double xstep = std::max(1.0, std::round(nice_step(xmax, 8)));
-  for (double v = 0; v <= xmax + 1e-9; v += xstep) {
-    s += "<line x1=\"" + num(X(v)) + "\" x2=\"" + num(X(v)) + "\" y1=\"" + num(B) + "\" y2=\"" + num(B + 5) + "\"/>\n";
-    s += "<text x=\"" + num(X(v)) + "\" y=\"" + num(B + 19) + "\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333\">" +
+  const double xstep = std::max(1.0, std::round(nice_step(P.xmax, 8)));
+  for (double v = 0; v <= P.xmax + 1e-9; v += xstep) {
+    s += "<line x1=\"" + num(P.X(v)) + "\" x2=\"" + num(P.X(v)) + "\" y1=\"" + num(B) + "\" y2=\"" + num(B + 5) + "\"/>\n";
+    s += "<text x=\"" + num(P.X(v)) + "\" y=\"" + num(B + 19) + "\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333\">" +
          thousands(static_cast<int64_t>(v)) + "</text>\n";
   }
   s += "</g>\n";
@@ -187,29 +190,30 @@ std::string timeline_svg(const Analysis& a, const Estimate& e, const Timeline& t
                                    : std::string()) +
        "</text>\n";
   s += "<text transform=\"translate(24 " + num((T + B) / 2) + ") rotate(-90)\" text-anchor=\"middle\" fill=\"#333\">" +
-       "allocated (" + unit_name + ")</text>\n";
+       "allocated (" + P.unit_name + ")</text>\n";
+  return s;
+}
 
-  // Stacked step areas: a point's bytes hold until the next point's event.
+// Stacked step areas (a point's bytes hold until the next point's event), the total's
+// outline and the plot's frame. `used`: the categories with bytes at some point.
+std::string svg_areas(const Plot& P, const Timeline& t, const std::array<bool, kCategoryCount>& used) {
+  constexpr double L = Plot::L, R = Plot::R, T = Plot::T, B = Plot::B;
   std::vector<double> x0(t.points.size()), x1(t.points.size());
   for (size_t i = 0; i < t.points.size(); ++i) {
-    x0[i] = X(static_cast<double>(t.points[i].event));
-    x1[i] = i + 1 < t.points.size() ? X(static_cast<double>(t.points[i + 1].event)) : X(xmax);
-  }
-  std::array<bool, kCategoryCount> used{};
-  for (const auto& p : t.points) {
-    for (size_t c = 0; c < kCategoryCount; ++c) used[c] = used[c] || p.bytes[c] > 0;
+    x0[i] = P.X(static_cast<double>(t.points[i].event));
+    x1[i] = i + 1 < t.points.size() ? P.X(static_cast<double>(t.points[i + 1].event)) : P.X(P.xmax);
   }
   std::vector<int64_t> below(t.points.size(), 0);
-  s += "<g id=\"areas\" stroke=\"none\">\n";
+  std::string s = "<g id=\"areas\" stroke=\"none\">\n";
   for (size_t c = 0; c < kCategoryCount && !t.points.empty(); ++c) {
     if (!used[c]) continue;
-    std::string d = "M" + num(x0[0]) + " " + num(Y(static_cast<double>(below[0] + t.points[0].bytes[c])));
+    std::string d = "M" + num(x0[0]) + " " + num(P.Y(static_cast<double>(below[0] + t.points[0].bytes[c])));
     for (size_t i = 0; i < t.points.size(); ++i) {
-      if (i) path_to(d, 'V', Y(static_cast<double>(below[i] + t.points[i].bytes[c])));
+      if (i) path_to(d, 'V', P.Y(static_cast<double>(below[i] + t.points[i].bytes[c])));
       path_to(d, 'H', x1[i]);
     }
     for (size_t i = t.points.size(); i-- > 0;) {
-      path_to(d, 'V', Y(static_cast<double>(below[i])));
+      path_to(d, 'V', P.Y(static_cast<double>(below[i])));
       path_to(d, 'H', x0[i]);
     }
     s += "<path fill=\"" + std::string(kCategoryColor[c]) + "\" d=\"" + d + "Z\"><title>" +
@@ -218,45 +222,50 @@ std::string timeline_svg(const Analysis& a, const Estimate& e, const Timeline& t
   }
   s += "</g>\n";
   if (!t.points.empty()) {
-    std::string d = "M" + num(x0[0]) + " " + num(Y(static_cast<double>(t.points[0].total)));
+    std::string d = "M" + num(x0[0]) + " " + num(P.Y(static_cast<double>(t.points[0].total)));
     for (size_t i = 0; i < t.points.size(); ++i) {
-      if (i) path_to(d, 'V', Y(static_cast<double>(t.points[i].total)));
+      if (i) path_to(d, 'V', P.Y(static_cast<double>(t.points[i].total)));
       path_to(d, 'H', x1[i]);
     }
     s += "<path id=\"total\" fill=\"none\" stroke=\"#222\" stroke-width=\"1\" d=\"" + d + "\"/>\n";
   }
   s += "<rect x=\"" + num(L) + "\" y=\"" + num(T) + "\" width=\"" + num(R - L) + "\" height=\"" + num(B - T) +
        "\" fill=\"none\" stroke=\"#888\"/>\n";
+  return s;
+}
 
-  // The peak: where the replay put it, with the node being processed then.
-  {
-    const double px = X(static_cast<double>(e.peak.event)), py = Y(static_cast<double>(e.peak.peak_bytes));
-    const std::string where = node_label(a, e.peak.node);
-    const std::string line1 = "Peak " + format_bytes(e.peak.peak_bytes) + " (" + thousands(e.peak.peak_bytes) + " B)";
-    // No node: the optimizer step, zero_grad or setup, which the phase names.
-    const std::string line2 = (where.empty() ? std::string() : where + ", ") + phase_name(e.peak.phase) +
-                              " of iteration " + std::to_string(e.peak.iter + 1) + ", event " +
-                              thousands(static_cast<int64_t>(e.peak.event));
-    const bool left = px > L + 0.6 * (R - L);
-    const double tw = 7.0 * static_cast<double>(std::max(line1.size(), line2.size()));
-    const double tx = left ? px - 10 : px + 10, ty = std::max(T + 18, py - 40);
-    s += "<g id=\"peak\">\n";
-    s += "<line x1=\"" + num(L) + "\" x2=\"" + num(R) + "\" y1=\"" + num(py) + "\" y2=\"" + num(py) +
-         "\" stroke=\"#c00\" stroke-width=\"1\" stroke-dasharray=\"2 4\"/>\n";
-    s += "<line x1=\"" + num(px) + "\" x2=\"" + num(px) + "\" y1=\"" + num(T) + "\" y2=\"" + num(B) +
-         "\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n";
-    s += "<circle cx=\"" + num(px) + "\" cy=\"" + num(py) + "\" r=\"4\" fill=\"#c00\"/>\n";
-    s += "<rect x=\"" + num(left ? tx - tw - 6 : tx - 6) + "\" y=\"" + num(ty - 15) + "\" width=\"" + num(tw + 12) +
-         "\" height=\"40\" fill=\"white\" fill-opacity=\"0.9\" stroke=\"#c00\"/>\n";
-    s += "<text x=\"" + num(tx) + "\" y=\"" + num(ty) + "\" text-anchor=\"" + (left ? "end" : "start") +
-         "\" fill=\"#c00\" font-weight=\"bold\">" + xml_escape(line1) + "</text>\n";
-    s += "<text x=\"" + num(tx) + "\" y=\"" + num(ty + 17) + "\" text-anchor=\"" + (left ? "end" : "start") +
-         "\" fill=\"#222\">" + xml_escape(line2) + "</text>\n";
-    s += "</g>\n";
-  }
+// The peak: where the replay put it, with the node being processed then.
+std::string svg_peak(const Plot& P, const Analysis& a, const Estimate& e) {
+  constexpr double L = Plot::L, R = Plot::R, T = Plot::T, B = Plot::B;
+  const double px = P.X(static_cast<double>(e.peak.event)), py = P.Y(static_cast<double>(e.peak.peak_bytes));
+  const std::string where = node_label(a, e.peak.node);
+  const std::string line1 = "Peak " + format_bytes(e.peak.peak_bytes) + " (" + thousands(e.peak.peak_bytes) + " B)";
+  // No node: the optimizer step, zero_grad or setup, which the phase names.
+  const std::string line2 = (where.empty() ? std::string() : where + ", ") + phase_name(e.peak.phase) +
+                            " of iteration " + std::to_string(e.peak.iter + 1) + ", event " +
+                            thousands(static_cast<int64_t>(e.peak.event));
+  const bool left = px > L + 0.6 * (R - L);
+  const double tw = 7.0 * static_cast<double>(std::max(line1.size(), line2.size()));
+  const double tx = left ? px - 10 : px + 10, ty = std::max(T + 18, py - 40);
+  std::string s = "<g id=\"peak\">\n";
+  s += "<line x1=\"" + num(L) + "\" x2=\"" + num(R) + "\" y1=\"" + num(py) + "\" y2=\"" + num(py) +
+       "\" stroke=\"#c00\" stroke-width=\"1\" stroke-dasharray=\"2 4\"/>\n";
+  s += "<line x1=\"" + num(px) + "\" x2=\"" + num(px) + "\" y1=\"" + num(T) + "\" y2=\"" + num(B) +
+       "\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n";
+  s += "<circle cx=\"" + num(px) + "\" cy=\"" + num(py) + "\" r=\"4\" fill=\"#c00\"/>\n";
+  s += "<rect x=\"" + num(left ? tx - tw - 6 : tx - 6) + "\" y=\"" + num(ty - 15) + "\" width=\"" + num(tw + 12) +
+       "\" height=\"40\" fill=\"white\" fill-opacity=\"0.9\" stroke=\"#c00\"/>\n";
+  s += "<text x=\"" + num(tx) + "\" y=\"" + num(ty) + "\" text-anchor=\"" + (left ? "end" : "start") +
+       "\" fill=\"#c00\" font-weight=\"bold\">" + xml_escape(line1) + "</text>\n";
+  s += "<text x=\"" + num(tx) + "\" y=\"" + num(ty + 17) + "\" text-anchor=\"" + (left ? "end" : "start") +
+       "\" fill=\"#222\">" + xml_escape(line2) + "</text>\n";
+  return s + "</g>\n";
+}
 
-  // Legend, top of the stack first, with each category's bytes at the peak.
-  s += "<g id=\"legend\">\n";
+// Legend, top of the stack first, with each category's bytes at the peak.
+std::string svg_legend(const Estimate& e, const std::array<bool, kCategoryCount>& used) {
+  constexpr double W = Plot::W, R = Plot::R, T = Plot::T;
+  std::string s = "<g id=\"legend\">\n";
   double ly = T + 10;
   s += "<text x=\"" + num(R + 24) + "\" y=\"" + num(ly) + "\" font-weight=\"bold\">At the peak</text>\n";
   for (size_t c = kCategoryCount; c-- > 0;) {
@@ -277,8 +286,28 @@ std::string timeline_svg(const Analysis& a, const Estimate& e, const Timeline& t
   s += "<text x=\"" + num(R + 24) + "\" y=\"" + num(ly) + "\" fill=\"#444\">Reserved (model)</text>\n";
   s += "<text x=\"" + num(W - 16) + "\" y=\"" + num(ly) + "\" text-anchor=\"end\" fill=\"#444\">" +
        format_bytes(e.reserved_bytes) + "</text>\n";
-  s += "</g>\n</svg>\n";
-  return s;
+  return s + "</g>\n";
+}
+
+}  // namespace
+
+std::string timeline_svg(const Analysis& a, const Estimate& e, const Timeline& t) {
+  constexpr double W = Plot::W, H = Plot::H, L = Plot::L;
+  const Plot P(e, t);
+  std::array<bool, kCategoryCount> used{};
+  for (const auto& p : t.points) {
+    for (size_t c = 0; c < kCategoryCount; ++c) used[c] = used[c] || p.bytes[c] > 0;
+  }
+  std::string s;
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" viewBox=\"0 0 " +
+       num(W) + " " + num(H) + "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
+  s += "<title>memest timeline: " + xml_escape(config_line(a, e.batch)) + "</title>\n";
+  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  s += "<text x=\"" + num(L) + "\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Allocated GPU memory over " +
+       std::to_string(a.train.iterations) + " simulated training iterations</text>\n";
+  s += "<text x=\"" + num(L) + "\" y=\"50\" fill=\"#444\">" + xml_escape(config_line(a, e.batch)) + "</text>\n";
+  s += svg_phases(P, t) + svg_axes(P, t) + svg_areas(P, t, used) + svg_peak(P, a, e) + svg_legend(e, used);
+  return s + "</svg>\n";
 }
 
 TimelineFormat timeline_format(const std::string& path) {
