@@ -371,10 +371,9 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
   return layer_rows(a, e, depth, peak_owners(a, live_blocks(a.program, e.peak.event), granted_of(a, e, &replayed)));
 }
 
-void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e, int depth, double time_ms) {
-  // Keys in ascending byte order in every object, as nlohmann (a std::map) printed them.
-  JsonWriter w(out);
-  w.begin_object();
+namespace {
+
+void json_accounting(JsonWriter& w, const Analysis& a, const Estimate& e) {
   w.key("accounting");
   w.begin_object();
   w.field("buffer_bytes", a.accounting.buffer_bytes);
@@ -388,7 +387,10 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.field("derived_parameter_count", a.accounting.derived_count);
   w.field("derived_parameters", a.accounting.derived_bytes);
   w.end_object();
-  w.field("batch", e.batch);
+}
+
+// The bytes at the peak by category, keys sorted.
+void json_components(JsonWriter& w, const Estimate& e) {
   w.key("components");
   w.begin_object();
   std::array<size_t, kCategoryCount> by_key;
@@ -398,6 +400,9 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   });
   for (size_t c : by_key) w.field(category_key(static_cast<Category>(c)), e.peak.components[c]);
   w.end_object();
+}
+
+void json_config(JsonWriter& w, const Analysis& a) {
   w.key("config");
   w.begin_object();
   w.field("amp", amp_name(a.train.amp));
@@ -413,21 +418,10 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
   w.begin_object();
   for (const auto& [k, v] : a.dims) w.field(k, v);
   w.end_object();
-  w.field("event", e.peak.event);  // index into the simulated events: the timeline's x at the peak
-  // Bytes of tensors shaped by a fallback (an op memest does not know, a rule that could
-  // not decide): 0 when every shape was derived.
-  w.field("fallback_bytes", a.fallback_bytes.substitute(e.bindings).as_const().value_or(-1));
-  // What a backward workspace that shapes do not decide (3-D weight gradients) may add
-  // to the peak by its probed envelope, and where: 0 and "" when none.
-  const WorkspaceExcess excess = workspace_excess(a, e.bindings);
-  w.field("workspace_excess_bytes", excess.bytes);
-  w.field("workspace_excess_node", excess.node >= 0 ? node_label(a, excess.node) : std::string());
-  w.field("inference_evidence", a.inference_evidence);
-  w.field("inference_export", a.inference_export);
-  w.field("iteration", e.peak.iter + 1);
-  std::vector<int64_t> replayed;
-  const std::vector<int64_t>& granted = granted_of(a, e, &replayed);
-  const std::vector<int> live = live_blocks(a.program, e.peak.event);
+}
+
+void json_layers(JsonWriter& w, const Analysis& a, const Estimate& e, int depth, const std::vector<int>& live,
+                 const std::vector<int64_t>& granted) {
   w.key("layers");
   w.begin_array();
   for (const auto& r : layer_rows(a, e, depth, peak_owners(a, live, granted))) {
@@ -444,8 +438,11 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
     w.end_object();
   }
   w.end_array();
-  // What is alive at the peak, by the node that allocated it: the answer to "why".
-  // Sizes as the allocator handed them out, so the groups sum to peak_bytes.
+}
+
+// What is alive at the peak, by the node that allocated it: the answer to "why".
+// Sizes as the allocator handed them out, so the groups sum to peak_bytes.
+void json_live(JsonWriter& w, const Analysis& a, const std::vector<int>& live, const std::vector<int64_t>& granted) {
   std::string labels;
   w.key("live_at_peak");
   w.begin_array();
@@ -458,15 +455,9 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
     w.end_object();
   }
   w.end_array();
-  w.field("model", a.graph.file);
-  w.field("node", node_label(a, e.peak.node));
-  w.key("notes");  // what the step model assumed (data parallelism's buckets and NCCL)
-  w.begin_array();
-  for (const auto& note : a.program.notes) w.value(note);
-  w.end_array();
-  w.field("parallel", parallel_name(a.train.parallel));
-  w.field("peak_bytes", e.peak.peak_bytes);
-  w.field("phase", phase_name(e.peak.phase));
+}
+
+void json_phases(JsonWriter& w, const Estimate& e) {
   w.key("phases");
   w.begin_array();
   for (const auto& p : e.peak.phases) {
@@ -478,17 +469,55 @@ void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e
     w.end_object();
   }
   w.end_array();
+}
+
+template <typename List>
+void json_strings(JsonWriter& w, const char* key, const List& list) {
+  w.key(key);
+  w.begin_array();
+  for (const auto& v : list) w.value(v);
+  w.end_array();
+}
+
+}  // namespace
+
+void write_estimate_json(std::ostream& out, const Analysis& a, const Estimate& e, int depth, double time_ms) {
+  // Keys in ascending byte order in every object, as nlohmann (a std::map) printed them.
+  JsonWriter w(out);
+  w.begin_object();
+  json_accounting(w, a, e);
+  w.field("batch", e.batch);
+  json_components(w, e);
+  json_config(w, a);
+  w.field("event", e.peak.event);  // index into the simulated events: the timeline's x at the peak
+  // Bytes of tensors shaped by a fallback (an op memest does not know, a rule that could
+  // not decide): 0 when every shape was derived.
+  w.field("fallback_bytes", a.fallback_bytes.substitute(e.bindings).as_const().value_or(-1));
+  // What a backward workspace that shapes do not decide (3-D weight gradients) may add
+  // to the peak by its probed envelope, and where: 0 and "" when none.
+  const WorkspaceExcess excess = workspace_excess(a, e.bindings);
+  w.field("workspace_excess_bytes", excess.bytes);
+  w.field("workspace_excess_node", excess.node >= 0 ? node_label(a, excess.node) : std::string());
+  w.field("inference_evidence", a.inference_evidence);
+  w.field("inference_export", a.inference_export);
+  w.field("iteration", e.peak.iter + 1);
+  std::vector<int64_t> replayed;
+  const std::vector<int64_t>& granted = granted_of(a, e, &replayed);
+  const std::vector<int> live = live_blocks(a.program, e.peak.event);
+  json_layers(w, a, e, depth, live, granted);
+  json_live(w, a, live, granted);
+  w.field("model", a.graph.file);
+  w.field("node", node_label(a, e.peak.node));
+  json_strings(w, "notes", a.program.notes);  // what the step model assumed (data parallelism's buckets and NCCL)
+  w.field("parallel", parallel_name(a.train.parallel));
+  w.field("peak_bytes", e.peak.peak_bytes);
+  w.field("phase", phase_name(e.peak.phase));
+  json_phases(w, e);
   w.field("requested_peak_bytes", e.requested_peak);
   w.field("reserved_bytes", e.reserved_bytes);
   w.field("time_ms", time_ms);
-  w.key("unsupported_ops");
-  w.begin_array();
-  for (const auto& op : a.unsupported) w.value(op);
-  w.end_array();
-  w.key("warnings");
-  w.begin_array();
-  for (const auto& warning : a.graph.warnings) w.value(warning);
-  w.end_array();
+  json_strings(w, "unsupported_ops", a.unsupported);
+  json_strings(w, "warnings", a.graph.warnings);
   w.field("world_size", a.train.world_size);
   w.end_object();
 }
