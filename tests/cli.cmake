@@ -272,6 +272,10 @@ memest_matrix(matrix-blind26-h100-torch2.11 SETS sample32 random34 TAG h100-torc
 # (blind27-compare-h100-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind27-h100-torch2.11 SETS sample33 random35 TAG h100-torch2.11)
 memest_matrix(matrix-blind27b-h100-torch2.11 SETS sample36 TAG h100-torch2.11)
+# Session 32's fresh sample (sample seed 34, random seed 36; blind28: the draw's new audio,
+# segmentation and torchvision pools), measured on an H100, compared once
+# (blind28-compare-h100-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind28-h100-torch2.11 SETS sample34 random36 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
