@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "estimator/expr_ref.h"
 #include "estimator/ir.h"
 #include "estimator/reduce_kernel.h"
 #include "estimator/target.h"
@@ -55,10 +56,10 @@ struct TrainConfig {
 };
 
 /// One allocation; its size is symbolic until evaluated.
-/// 32 bytes: a program holds about 7 blocks a node (6.9M for a million-node graph), and a
-/// batch probe evaluates every one.
+/// 16 bytes: a program holds about 7 blocks a node (6.9M for a million-node graph), and a
+/// batch probe evaluates every one. The size is interned (expr_ref.h).
 struct Block {
-  Expr bytes;
+  ExprRef bytes;
   int node;  ///< node that allocated it (-1: setup/optimizer)
   Category category;
   /// Refused under a memory cap, the kernel falls back to an algorithm without it
@@ -68,7 +69,7 @@ struct Block {
   /// (few blocks are, so the bounds are kept out of line).
   bool bounded = false;
 };
-static_assert(sizeof(Block) <= 32, "a program holds millions of blocks");
+static_assert(sizeof(Block) <= 16, "a program holds millions of blocks");
 
 struct Event {
   enum Kind : uint8_t { Alloc, Free } kind;
