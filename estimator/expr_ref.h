@@ -12,7 +12,7 @@ namespace memest {
 /// call the members the program's users call).
 class ExprRef {
  public:
-  ExprRef() : p_(intern(Expr())) {}
+  ExprRef() : p_(zero()) {}
   ExprRef(const Expr& e) : p_(intern(e)) {}  // NOLINT: implicit, so `block.bytes = n * 4` reads as before
 
   const Expr& operator*() const { return *p_; }
@@ -25,6 +25,8 @@ class ExprRef {
  private:
   /// The pool's copy of `e` (estimator/expr_ref.cc), added when new.
   static const Expr* intern(const Expr& e);
+  /// The pool's 0, looked up once: most SizeBounds leave one of their sizes unset.
+  static const Expr* zero();
   const Expr* p_;
 };
 
