@@ -80,15 +80,16 @@ struct Event {
 
 /// How a scratch block's bytes follow from the sizes: a library's choice of algorithm by
 /// size (past switch_above bytes, 0: none, the block takes `above` instead; see the ops'
-/// Workspace), or a CUDA reduction's launch.
+/// Workspace), or a CUDA reduction's launch. Its sizes are interned as a block's are (a
+/// million-node program bounds 461k reduction buffers).
 struct SizeBound {
   int64_t switch_above = 0;
-  Expr above;
+  ExprRef above;
   /// A CUDA reduction's global buffer (reduce_kernel.h): the block's bytes evaluate to the
   /// number of outputs, `reduce_inputs` to the inputs per output, and the buffer follows
   /// from the launch at those sizes.
   std::optional<ReduceLaunch> reduce;
-  Expr reduce_inputs;
+  ExprRef reduce_inputs;
 };
 
 /// The symbolic allocation sequence of a training step.
