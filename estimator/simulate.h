@@ -100,7 +100,8 @@ struct Program {
   std::vector<Event> events;
   /// Block b's bound (b must be `bounded`).
   const SizeBound& bound_of(int b) const;
-  std::vector<std::vector<int>> saved_by_node;  ///< blocks each node keeps for backward
+  /// Blocks each node keeps for backward: a few each, so held inline (id_list.h).
+  std::vector<IdList> saved_by_node;
   std::vector<std::string> notes;               ///< assumptions made while building
   /// (node, bytes): how much more than the program holds an unpredictable backward
   /// workspace may take, by its op's bwd_workspace_bound (negative where it takes less).
