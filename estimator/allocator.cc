@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace memest {
@@ -31,13 +32,36 @@ int64_t segment_for(int64_t size) {
 using Address = std::pair<int64_t, int64_t>;
 
 // One block of a segment; merged-away and released blocks keep their id with size 0.
+// Trivial, so that a chunk of them (BlockStore) is not written until used.
 struct Blk {
   int64_t size;
   int seg;
-  int prev = -1, next = -1;
-  bool free = false;
+  int prev, next;  ///< neighbours in the segment (-1: none)
+  bool free;
   bool small;
-  int64_t offset = 0;  ///< from the segment's start
+  int64_t offset;  ///< from the segment's start
+};
+
+// The model's blocks, in chunks of 2 MiB rather than one array. A million-node replay
+// makes 6M blocks (190 MB); one array of them fitted none of the holes the program
+// builder's arrays left when they were freed (the heap is never trimmed, cli/heap.cc),
+// so it was faulted in fresh at the estimate's peak. A chunk's elements stay where they
+// are as the store grows.
+class BlockStore {
+ public:
+  Blk& operator[](size_t i) { return chunks_[i >> kShift][i & kMask]; }
+  const Blk& operator[](size_t i) const { return chunks_[i >> kShift][i & kMask]; }
+  size_t size() const { return size_; }
+  void push_back(const Blk& b) {
+    if ((size_ & kMask) == 0) chunks_.emplace_back(new Blk[kChunk]);
+    chunks_.back()[size_ & kMask] = b;
+    ++size_;
+  }
+
+ private:
+  static constexpr size_t kShift = 16, kChunk = size_t{1} << kShift, kMask = kChunk - 1;
+  std::vector<std::unique_ptr<Blk[]>> chunks_;
+  size_t size_ = 0;
 };
 
 // Free blocks ordered by (size, address), as the allocator's BlockComparator orders
@@ -54,7 +78,7 @@ struct Blk {
 class FreePool {
  public:
   /// `blocks` is the allocator's: a free block is in the pool its size belongs to.
-  explicit FreePool(const std::vector<Blk>& blocks) : blocks_(blocks) {}
+  explicit FreePool(const BlockStore& blocks) : blocks_(blocks) {}
 
   struct Key {
     int64_t size;
@@ -168,7 +192,7 @@ class FreePool {
   std::vector<Bucket> buckets_;           // one per distinct size present, ascending
   std::vector<std::vector<Entry>> heaps_;  // by slot
   std::vector<int> spare_;                // slots of emptied heaps, reused for new sizes
-  const std::vector<Blk>& blocks_;        // the allocator's
+  const BlockStore& blocks_;              // the allocator's
 };
 
 class Model {
@@ -204,48 +228,43 @@ class Model {
     if ((small && rest >= 512) || (!small && rest > kSmallSize)) {
       int r = static_cast<int>(blocks_.size());
       blocks_.push_back({rest, blk.seg, b, blk.next, true, small, blk.offset + size});
-      Blk& me = blocks_[b];  // re-fetch: push_back may reallocate
-      if (me.next >= 0) blocks_[me.next].prev = r;
-      me.next = r;
-      me.size = size;
+      if (blk.next >= 0) blocks_[blk.next].prev = r;
+      blk.next = r;
+      blk.size = size;
       (small ? small_ : large_).insert(key(r));
     }
-    allocated_ += blocks_[b].size;
+    allocated_ += blk.size;
     peak_allocated_ = std::max(peak_allocated_, allocated_);
     return b;
   }
 
   void free(int b) {
-    allocated_ -= blocks_[b].size;
-    auto& pool = blocks_[b].small ? small_ : large_;
-    blocks_[b].free = true;
+    Blk* blk = &blocks_[b];  // a BlockStore's elements stay put
+    allocated_ -= blk->size;
+    auto& pool = blk->small ? small_ : large_;
+    blk->free = true;
     // Merge with free neighbours in the same segment.
     for (int side = 0; side < 2; ++side) {
-      int nb = side == 0 ? blocks_[b].prev : blocks_[b].next;
+      const int nb = side == 0 ? blk->prev : blk->next;
       if (nb < 0 || !blocks_[nb].free) continue;
+      Blk& n = blocks_[nb];
       pool.erase(key(nb));
       if (side == 0) {
         // Absorb b into its predecessor.
-        blocks_[nb].size += blocks_[b].size;
-        blocks_[nb].next = blocks_[b].next;
-        if (blocks_[b].next >= 0) blocks_[blocks_[b].next].prev = nb;
-        blocks_[b].size = 0;
+        n.size += blk->size;
+        n.next = blk->next;
+        if (blk->next >= 0) blocks_[blk->next].prev = nb;
+        blk->size = 0;
         b = nb;
+        blk = &n;
       } else {
-        blocks_[b].size += blocks_[nb].size;
-        blocks_[b].next = blocks_[nb].next;
-        if (blocks_[nb].next >= 0) blocks_[blocks_[nb].next].prev = b;
-        blocks_[nb].size = 0;
+        blk->size += n.size;
+        blk->next = n.next;
+        if (n.next >= 0) blocks_[n.next].prev = b;
+        n.size = 0;
       }
     }
     pool.insert(key(b));
-  }
-
-  /// Makes room for n blocks. A replay makes about 0.85 of a block per request (a
-  /// segment or a split); growing there copied the array over and over, and faulted
-  /// fresh pages in each time (a tenth of a replay).
-  void reserve(size_t n) {
-    blocks_.reserve(n);
   }
 
   int64_t block_size(int b) const { return blocks_[b].size; }
@@ -281,7 +300,7 @@ class Model {
   std::optional<int64_t> limit_;
   bool newest_first_;
   bool released_ = false;
-  std::vector<Blk> blocks_;
+  BlockStore blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
   FreePool small_, large_;  // after blocks_, which they read
@@ -313,7 +332,6 @@ int64_t most_added(const Program& p, const std::vector<int64_t>& size) {
 AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit, bool locate,
                        std::optional<int64_t> to_come) {
   Model m(limit);
-  m.reserve(p.blocks.size());
   std::vector<int> where(p.blocks.size(), -1);
   std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
   AllocatorResult r;

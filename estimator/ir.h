@@ -188,10 +188,10 @@ struct Node {
   const OpInfo* info = nullptr;   ///< filled by the registry lookup
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
+  bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
   /// Bit i: input i was cast to float32 by the Python code (x.float() inside a disabled
   /// autocast block), a no-op in an fp32 export and so not in the graph (pystack.h hop_call).
   uint32_t float_inputs = 0;
-  bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
   int py_stack = -1;              ///< Graph::python.stacks id; -1 when the file has no trace
   /// Graph::calls id: the one aten op call (dynamo's FX node) this ONNX node is part of,
   /// when the exporter wrote that call as several nodes; -1 otherwise.
@@ -204,6 +204,8 @@ struct Node {
   std::vector<int64_t> attr_ints(std::string_view key, std::vector<int64_t> dflt = {}) const;
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] >= 0; }
 };
+// Two cache lines: the one-byte flags sit together rather than padded apart (136 bytes).
+static_assert(sizeof(Node) <= 128, "a million-node graph holds a million of them");
 
 struct Graph {
   std::string file;               ///< the file it was read from, for messages

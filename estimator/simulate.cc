@@ -119,6 +119,9 @@ void Builder::index_graph() {
   loss_node_.resize(nn);
   info_.resize(nn);
   io_at_.resize(2 * nn + 1);
+  size_t ids = 0;  // sized once: growing copied it over and over (14 MB at 1M nodes)
+  for (const Node& n : g_.nodes) ids += n.inputs.size() + n.outputs.size();
+  io_.reserve(ids);
   for (size_t k = 0; k < nn; ++k) {
     const Node& n = g_.nodes[k];
     info_[k] = n.info;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "estimator/expr_ref.h"
 #include "estimator/ir.h"
 #include "estimator/reduce_kernel.h"
 #include "estimator/target.h"
@@ -55,10 +56,10 @@ struct TrainConfig {
 };
 
 /// One allocation; its size is symbolic until evaluated.
-/// 32 bytes: a program holds about 7 blocks a node (6.9M for a million-node graph), and a
-/// batch probe evaluates every one.
+/// 16 bytes: a program holds about 7 blocks a node (6.9M for a million-node graph), and a
+/// batch probe evaluates every one. The size is interned (expr_ref.h).
 struct Block {
-  Expr bytes;
+  ExprRef bytes;
   int node;  ///< node that allocated it (-1: setup/optimizer)
   Category category;
   /// Refused under a memory cap, the kernel falls back to an algorithm without it
@@ -68,7 +69,7 @@ struct Block {
   /// (few blocks are, so the bounds are kept out of line).
   bool bounded = false;
 };
-static_assert(sizeof(Block) <= 32, "a program holds millions of blocks");
+static_assert(sizeof(Block) <= 16, "a program holds millions of blocks");
 
 struct Event {
   enum Kind : uint8_t { Alloc, Free } kind;
@@ -79,15 +80,16 @@ struct Event {
 
 /// How a scratch block's bytes follow from the sizes: a library's choice of algorithm by
 /// size (past switch_above bytes, 0: none, the block takes `above` instead; see the ops'
-/// Workspace), or a CUDA reduction's launch.
+/// Workspace), or a CUDA reduction's launch. Its sizes are interned as a block's are (a
+/// million-node program bounds 461k reduction buffers).
 struct SizeBound {
   int64_t switch_above = 0;
-  Expr above;
+  ExprRef above;
   /// A CUDA reduction's global buffer (reduce_kernel.h): the block's bytes evaluate to the
   /// number of outputs, `reduce_inputs` to the inputs per output, and the buffer follows
   /// from the launch at those sizes.
   std::optional<ReduceLaunch> reduce;
-  Expr reduce_inputs;
+  ExprRef reduce_inputs;
 };
 
 /// The symbolic allocation sequence of a training step.
@@ -98,7 +100,8 @@ struct Program {
   std::vector<Event> events;
   /// Block b's bound (b must be `bounded`).
   const SizeBound& bound_of(int b) const;
-  std::vector<std::vector<int>> saved_by_node;  ///< blocks each node keeps for backward
+  /// Blocks each node keeps for backward: a few each, so held inline (id_list.h).
+  std::vector<IdList> saved_by_node;
   std::vector<std::string> notes;               ///< assumptions made while building
   /// (node, bytes): how much more than the program holds an unpredictable backward
   /// workspace may take, by its op's bwd_workspace_bound (negative where it takes less).

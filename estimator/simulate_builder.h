@@ -208,8 +208,10 @@ class Builder : public StepMemory {
   std::vector<int> params_in_order_;               // model.parameters() order (torch_parameter_order)
   std::vector<int> prev_out_, cur_out_, prev_loss_, cur_loss_;
   std::vector<int> frame_release_;             // per tensor: frames.h
-  std::vector<std::vector<int>> frame_held_;   // per node: blocks its frames let go after it
-  std::vector<std::vector<int>> saved_now_ = std::vector<std::vector<int>>(g_.nodes.size());
+  // Per node, a few blocks each, held inline (id_list.h): a vector apiece was a heap block
+  // for most of a million nodes.
+  std::vector<IdList> frame_held_;   // blocks its frames let go after it
+  std::vector<IdList> saved_now_ = std::vector<IdList>(g_.nodes.size());
   bool cublas_fwd_ = false, cublas_bwd_ = false, cublaslt_ = false, scaler_ = false;
 };
 
