@@ -474,14 +474,16 @@ void Fuser::rms_norm(int k) {
 }
 
 // torch.var as both exporters write it: ReduceMean(x) -> Sub(x, mean) -> Mul(d, d) ->
-// ReduceMean -> Mul(count) -> Div(count - correction), the count a scalar (the legacy
-// exporter's from Shape, the dynamo exporter's a constant). Autograd runs one kernel whose
+// ReduceMean, then, for a correction other than 0, Mul(count) -> Div(count - correction),
+// the count a scalar (the legacy exporter's from Shape, the dynamo exporter's a constant;
+// symbolic_opset9's _var_mean writes no scaling for correction 0). Autograd runs one kernel whose
 // backward keeps x alone (derivatives.yaml var.correction: var_backward(grad, self, ...),
 // which makes self - self.mean() and then the gradient); spelled out, memest kept the
 // centred copy d for the square's gradient: an input-sized tensor per call too many (timm's
 // SimpleNorm2d, `x * rsqrt(var(x) + eps)`, in blind28's st_convnext_zepto_rms: +12.4% in
-// fp32, the GPU's trace holding no such copy). The count's Mul and Div are what a
-// hand-written variance, `((x - m) ** 2).mean()`, lacks; that one runs as written.
+// fp32, the GPU's trace holding no such copy; timm's EvoNorm group_std, `var(unbiased=False)`,
+// the count-free form: seqtrace32c). A hand-written variance, `((x - m) ** 2).mean()`, squares
+// with Pow and runs as written; one written `d * d` would be taken for torch.var.
 void Fuser::variance(int k) {
   const Node& mean = g_.nodes[k];
   if (mean.dead || mean.inputs.empty()) return;
@@ -500,13 +502,19 @@ void Fuser::variance(int k) {
   }
   const int var = only_op(g_.nodes[square].outputs[0], "ReduceMean");
   if (var < 0 || mean_axes(g_.nodes[var], rank, false) != axes) return;
-  const int scale = only_op(g_.nodes[var].outputs[0], "Mul");
-  if (scale < 0 || !one_element(other_input(g_.nodes[scale], g_.nodes[var].outputs[0]))) return;
-  const int div = only_op(g_.nodes[scale].outputs[0], "Div");
-  if (div < 0 || g_.nodes[div].inputs[0] != g_.nodes[scale].outputs[0] || !one_element(g_.nodes[div].inputs[1])) return;
+  std::vector<int> fused = {k, sub, square, var};
+  // The count's scaling, where a correction asks for it.
+  if (const int scale = only_op(g_.nodes[var].outputs[0], "Mul");
+      scale >= 0 && one_element(other_input(g_.nodes[scale], g_.nodes[var].outputs[0]))) {
+    const int div = only_op(g_.nodes[scale].outputs[0], "Div");
+    if (div >= 0 && g_.nodes[div].inputs[0] == g_.nodes[scale].outputs[0] && one_element(g_.nodes[div].inputs[1])) {
+      fused.insert(fused.end(), {scale, div});
+    }
+  }
   const int64_t keepdims = g_.nodes[var].attr_int("keepdims", 1);
-  replace(div, "Variance", {x}, {k, sub, square, var, scale, div});
-  Node& n = g_.nodes[div];
+  const int last = fused.back();
+  replace(last, "Variance", {x}, fused);
+  Node& n = g_.nodes[last];
   Attribute a;
   a.kind = Attribute::Ints;
   a.ints = axes;

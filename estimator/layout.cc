@@ -185,6 +185,33 @@ std::vector<int8_t> select_layout(const Shape& in, const std::vector<int8_t>& la
   return identity ? std::vector<int8_t>{} : pos;
 }
 
+// An expand of a contiguous tensor (Layout::Broadcast): each dim it broadcasts (new, or
+// of size 1 in the input) has stride 0. PyTorch's computeStride (TensorUtils.cpp) ends a
+// chunk of mergeable dims wherever a dim's stride is not the product of the sizes and
+// stride inside it, so a run of broadcast dims merges with itself but never with a dim
+// that has a stride of its own: the run gets a hole on either side (reshape_layout), and
+// a reshape across one copies. timm's EvoNorm group_std: x.reshape(B, G, C/G, H, W)'s
+// std, expanded back over C/G, H, W and reshaped to [B, C, H, W] merges G with C/G: a
+// copy (seqtrace32c: a std_full block per norm). {} when nothing is broadcast.
+std::vector<int8_t> broadcast_layout(const Shape& in, const Shape& out) {
+  if (out.size() < in.size() || out.size() > 60) return {-1};
+  const size_t offset = out.size() - in.size();
+  const Expr one(1);
+  std::vector<int8_t> layout(out.size());
+  int pos = 0, last = -1;  // last: whether the previous dim not of size 1 was broadcast
+  bool identity = true;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool broadcast = out[i] != one && (i < offset || in[i - offset] == one);
+    if (out[i] != one) {
+      if (last >= 0 && last != static_cast<int>(broadcast)) ++pos;  // a hole between
+      last = broadcast ? 1 : 0;
+    }
+    layout[i] = static_cast<int8_t>(pos++);
+    identity &= layout[i] == static_cast<int8_t>(i);
+  }
+  return identity ? std::vector<int8_t>{} : layout;
+}
+
 // torch.channels_last (4-D) and torch.channels_last_3d (5-D): the channels innermost.
 bool is_channels_last(const std::vector<int8_t>& layout) {
   return layout == std::vector<int8_t>{0, 3, 1, 2} || layout == std::vector<int8_t>{0, 4, 1, 2, 3};
@@ -360,8 +387,7 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       // unsqueeze-expand-reshape is how both exporters write repeat_interleave (GQA's k
       // and v), which copies (clone, then flatten) whatever the strides: a dim that an
       // Unsqueeze just made and the expand broadcasts marks the strides unknown, so the
-      // reshape copies. Otherwise the view keeps its input's strides (a keepdim
-      // statistic expanded back, timm's EvoNorm group_std: a view, as measured).
+      // reshape copies. Otherwise the broadcast dims have stride 0 (broadcast_layout).
       const int src = t->producer;
       const bool fresh_unit = src >= 0 && g.nodes[src].op == "Unsqueeze";
       const size_t offset = s->size() - t->shape->size();
@@ -373,7 +399,7 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       // rel_indices.expand(B, -1, -1, -1)) has stride 0; flattening it into the next dim,
       // as a batched matmul or a Linear of rank >= 3 does, copies.
       if (offset == 0 && !t->shape->empty() && (*t->shape)[0] == one && (*s)[0] != one && s->size() >= 3) return {-1};
-      return layouts[in0].empty() ? std::vector<int8_t>{} : std::vector<int8_t>{-1};
+      return layouts[in0].empty() ? broadcast_layout(*t->shape, *s) : std::vector<int8_t>{-1};
     }  // a view of a contiguous tensor, or a contiguous copy
     case Layout::Narrow: {
       const auto& s = g.tensors[out].shape;

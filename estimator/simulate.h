@@ -171,6 +171,9 @@ std::vector<int8_t> narrow_layout(const Shape& in, const std::vector<int8_t>& la
 /// select's view (Layout::Select): the input's layout less dim `axis`, with a hole where it was
 /// unless it was the outermost in memory; {} when that is contiguous.
 std::vector<int8_t> select_layout(const Shape& in, const std::vector<int8_t>& layout, int64_t axis);
+/// An expand of a contiguous tensor from shape `in` to `out`: its broadcast dims (stride 0)
+/// with a hole on either side of each run of them; {} when nothing is broadcast.
+std::vector<int8_t> broadcast_layout(const Shape& in, const Shape& out);
 /// A 4-D [N, C, H, W] tensor stored as N, H, W, C (torch.channels_last).
 bool is_channels_last(const std::vector<int8_t>& layout);
 /// The memory layout of node n's output tensor `out` (see Layout), given its inputs'

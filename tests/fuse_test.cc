@@ -678,17 +678,18 @@ node Div one sd -> r
 node Mul h r -> y
 output y
 )";
-  // Written by hand: the mean of squares, no count, autograd keeps the centred copy.
+  // Written by hand: the mean of squares, autograd keeps the centred copy.
   const char* own = R"(
 opset 18
 input x float32 batch,8,32
 param w float32 32
 const axes int64 1 = -1
+const two float32 - = 2
 const eps float32 - = 0.00001
 node Mul x w -> h
 node ReduceMean h axes -> mu
 node Sub h mu -> d
-node Mul d d -> d2
+node Pow d two -> d2
 node ReduceMean d2 axes -> var
 node Add var eps -> ve
 node Sqrt ve -> sd
@@ -696,18 +697,30 @@ node Reciprocal sd -> r
 node Mul h r -> y
 output y
 )";
+  // torch.var(x, unbiased=False), correction 0 (timm's EvoNorm group_std): no count's
+  // scaling after the mean of squares; one kernel all the same.
+  const std::string biased = std::string(own).replace(std::string(own).find("node Pow d two"), 14, "node Mul d d");
   TrainConfig cfg;
   cfg.loss = Loss::Sum;
   const Analysis a = analyze_text(dynamo, cfg), b = analyze_text(legacy, cfg), c = analyze_text(own, cfg);
+  const Analysis d = analyze_text(biased.c_str(), cfg);
+  CHECK(live_ops(d) == std::map<std::string, int>{{"Add", 1}, {"Mul", 2}, {"Reciprocal", 1}, {"Sqrt", 1}, {"Variance", 1}});
+  CHECK(estimate(d, 4).peak.peak_bytes == estimate(a, 4).peak.peak_bytes);
   CHECK(live_ops(a) == std::map<std::string, int>{{"Add", 1}, {"Mul", 2}, {"Reciprocal", 1}, {"Sqrt", 1}, {"Variance", 1}});
   CHECK(live_ops(b).at("Variance") == 1);
   CHECK(live_ops(b).at("Rsqrt") == 1);  // Div(1, Sqrt): torch.rsqrt
   CHECK(live_ops(b).count("Div") == 0);
   CHECK(live_ops(c).count("Variance") == 0);
   // h (4 * 8 * 32 * 4 B = 4096 at batch 4) is kept by the product with the root either way;
-  // the hand-written variance keeps the centred copy d too: one more 4096-byte block while
-  // forward's results wait for backward.
-  CHECK(estimate(c, 4).peak.peak_bytes == estimate(a, 4).peak.peak_bytes + 4096);
+  // the hand-written variance keeps the centred copy d too (Pow's backward reads it): one
+  // more 4096-byte block when forward ends.
+  const auto fwd_end = [](const Analysis& an) {
+    for (const PhasePeak& p : estimate(an, 4).peak.phases) {
+      if (p.iter == 1 && p.phase == Phase::Forward) return p.end;
+    }
+    return int64_t{-1};
+  };
+  CHECK(fwd_end(c) == fwd_end(a) + 4096);
 }
 
 // The bytes of the first forward block the last Mul (x * rsqrt) allocates: its result.

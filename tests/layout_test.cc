@@ -319,3 +319,67 @@ TEST_CASE("layout: group and instance norms copy a strided input contiguous and 
   CHECK(norm_allocs(channels_last, inst) == std::vector<int64_t>{8192, 8192, 128, 128, 128});
   CHECK(norm_allocs(contiguous, inst) == std::vector<int64_t>{8192, 128, 128, 128});
 }
+
+TEST_CASE("layout: an expand's broadcast dims have stride 0; a reshape across one copies") {
+  // computeStride (TensorUtils.cpp): a run of stride-0 dims merges with itself, never with a
+  // dim that has a stride of its own. EvoNorm's group_std: std [B, G, 1, 1, 1] expanded to
+  // [B, G, C/G, H, W] and reshaped to [B, C, H, W] merges G with C/G.
+  const Expr b = Expr::symbol("batch");
+  const Shape in{b, Expr(4), Expr(1), Expr(1), Expr(1)};
+  const Shape out{b, Expr(4), Expr(8), Expr(7), Expr(7)};
+  const std::vector<int8_t> layout = broadcast_layout(in, out);
+  CHECK(layout == std::vector<int8_t>{0, 1, 3, 4, 5});  // a hole at 2
+  CHECK_FALSE(reshape_layout(out, layout, Shape{b, Expr(32), Expr(7), Expr(7)}));
+  // Merging the broadcast dims among themselves stays a view.
+  CHECK(reshape_layout(out, layout, Shape{b, Expr(4), Expr(392)}));
+  // A mask [1, 1, T, T] expanded over batch and heads flattens them into one batch dim: a view
+  // (both stride 0), as matmul's reshape to [B * H, T, T] is.
+  const Shape mask{Expr(1), Expr(1), Expr(16), Expr(16)};
+  const Shape heads{b, Expr(8), Expr(16), Expr(16)};
+  const std::vector<int8_t> m = broadcast_layout(mask, heads);
+  CHECK(m == std::vector<int8_t>{0, 1, 3, 4});
+  CHECK(reshape_layout(heads, m, Shape{b * Expr(8), Expr(16), Expr(16)}));
+  CHECK_FALSE(reshape_layout(heads, m, Shape{b * Expr(8) * Expr(16), Expr(16)}));
+  // Nothing broadcast: contiguous.
+  CHECK(broadcast_layout(Shape{b, Expr(4)}, Shape{b, Expr(4)}).empty());
+}
+
+TEST_CASE("layout: EvoNorm's group std expanded back and reshaped is a copy the divide keeps") {
+  // timm's group_std: x.reshape(B, G, C/G, H, W).float().var(dim=(2, 3, 4), keepdim=True)
+  // .add(eps).sqrt() .expand(x.shape).reshape(B, C, H, W); x / std keeps the copy
+  // (seqtrace32c, st_test_efficientnet_evos fp32: a std_full block per norm). At batch 2,
+  // x [2, 8, 4, 4] fp32 = 1,024 B: the Reshape allocates one such copy.
+  const char* text = R"(
+opset 18
+input x float32 batch,8,4,4
+param w float32 8,1,1
+const grouped int64 5 = 0,2,4,4,4
+const full int64 4 = 0,8,4,4
+const axes int64 3 = 2,3,4
+const eps float32 - = 0.00001
+node Mul x w -> h
+node Reshape h grouped -> hg
+node ReduceMean hg axes -> mu
+node Sub hg mu -> d
+node Mul d d -> d2
+node ReduceMean d2 axes -> var
+node Add var eps -> ve
+node Sqrt ve -> sd
+node Shape hg -> gs
+node Expand sd gs -> sdx
+node Reshape sdx full -> sdf
+node Div h sdf -> y
+output y
+)";
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  const Analysis a = analyze(read_text_graph(text), o);
+  const Estimate e = estimate(a, 2);
+  std::vector<int64_t> reshape;
+  for (const Event& ev : a.program.events) {
+    const Block& blk = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
+    if (a.graph.nodes[blk.node].op == "Reshape") reshape.push_back(blk.bytes.eval(e.bindings));
+  }
+  CHECK(reshape == std::vector<int64_t>{1024});
+}
