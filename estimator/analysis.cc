@@ -7,6 +7,7 @@
 #include "estimator/allocator.h"
 #include "estimator/error.h"
 #include "estimator/explicit_pads.h"
+#include "estimator/sequence_split.h"
 #include "estimator/norm_casts.h"
 #include "estimator/finetune.h"
 #include "estimator/fuse.h"
@@ -229,6 +230,9 @@ void bind_dims_pass(PassState& s) {
 // the model ran (estimator/explicit_pads.h).
 void explicit_pads_pass(PassState& s) { split_asymmetric_pads(s.g); }
 
+// The legacy exporter's tensor_split loops, back into Slices (estimator/sequence_split.h).
+void sequence_split_pass(PassState& s) { split_sequence_loops(s.g); }
+
 // The casts of transformers' RMSNorm that a float32 export dropped (estimator/norm_casts.h).
 void norm_casts_pass(PassState& s) { restore_norm_casts(s.g); }
 
@@ -294,6 +298,7 @@ struct Pass {
 const Pass kPasses[] = {
     {"bind-dims", bind_dims_pass, &StageTimes::bind},  // batch and --dim symbols
     {"explicit-pads", explicit_pads_pass, &StageTimes::sort},  // the Pad an asymmetric conv pad was
+    {"sequence-split", sequence_split_pass, &StageTimes::sort},  // tensor_split's Loop as Slices
     {"norm-casts", norm_casts_pass, &StageTimes::sort},        // RMSNorm casts a float32 export dropped
     {"sort", sort_pass, &StageTimes::sort},            // topological order, well-formedness
     {"shapes", shapes_pass, &StageTimes::shapes},      // dtypes and symbolic shapes, op tables

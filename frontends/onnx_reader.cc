@@ -451,9 +451,10 @@ class Lowering {
     for (const AttrRef& ref : n.attrs) {
       read_attr(ref, attr_);
       Attribute attr = lower_attribute(attr_);
-      if (attr.kind == Attribute::Graph) {
-        g_.warn("node '" + std::string(n.name.empty() ? n.op_type : n.name) + "' (" + std::string(n.op_type) +
-                ") holds a subgraph; memest does not look inside it");
+      if (attr.kind == Attribute::Graph && subgraph_ops_.insert(std::string(n.op_type)).second) {
+        // Once per op type: MViT's legacy export holds 51 Loops.
+        g_.warn(std::string(n.op_type) + " nodes hold subgraphs (the first: '" +
+                std::string(n.name.empty() ? n.op_type : n.name) + "'); memest does not look inside them");
       }
       node.attrs.emplace(std::string(attr_.name), std::move(attr));
     }
@@ -564,6 +565,7 @@ class Lowering {
   TensorTypeView type_;
   std::vector<int64_t> dims_;
   std::vector<int> bn_statistics_;
+  std::unordered_set<std::string> subgraph_ops_;  ///< op types whose subgraphs were warned of
   std::vector<std::string_view> fx_calls_;
   std::vector<std::pair<int, std::string_view>> folded_from_;
 };

@@ -353,6 +353,7 @@ bool plausible_extent(const Expr& n) {
 
 void slice(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
+  if (x.empty()) ctx.fail("cannot slice a scalar");
   std::vector<Expr> starts, ends;
   std::vector<int64_t> axes, steps;
   if (ctx.has_attr("starts")) {  // opset < 10
