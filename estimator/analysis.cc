@@ -234,7 +234,10 @@ void explicit_pads_pass(PassState& s) { split_asymmetric_pads(s.g); }
 void sequence_split_pass(PassState& s) { split_sequence_loops(s.g); }
 
 // The casts of transformers' RMSNorm that a float32 export dropped (estimator/norm_casts.h).
-void norm_casts_pass(PassState& s) { restore_norm_casts(s.g); }
+void norm_casts_pass(PassState& s) {
+  restore_norm_casts(s.g);
+  restore_cast_backs(s.g);
+}
 
 void sort_pass(PassState& s) { verify_and_sort(s.g); }
 

@@ -17,6 +17,7 @@
 #include "estimator/norm_casts.h"
 
 #include <optional>
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -145,6 +146,34 @@ Node cast_node(const Node& like, const std::string& name, std::vector<int> input
   return n;
 }
 
+// The activation x that tensor t is computed from through one Cast to float (`x.float()`),
+// within a few ops whose other inputs are constants or parameters: x, or -1 where there is
+// none, or more than one.
+int upcast_source(const Graph& g, int t) {
+  std::vector<int> stack = {t}, seen;
+  int source = -1;
+  while (!stack.empty()) {
+    const int u = stack.back();
+    stack.pop_back();
+    if (std::find(seen.begin(), seen.end(), u) != seen.end()) continue;
+    seen.push_back(u);
+    if (seen.size() > 24) return -1;
+    const int p = g.tensors[u].producer;
+    if (p < 0 || g.nodes[p].dead) return -1;  // an input: not from an upcast alone
+    const Node& n = g.nodes[p];
+    if (n.op == "Cast" && n.attr_int("to", 0) == 1 && n.inputs.size() == 1 && n.inputs[0] >= 0 &&
+        g.tensors[n.inputs[0]].kind == TensorKind::Activation) {
+      if (source >= 0 && source != n.inputs[0]) return -1;
+      source = n.inputs[0];
+      continue;
+    }
+    for (int in : n.inputs) {
+      if (in >= 0 && g.tensors[in].kind == TensorKind::Activation) stack.push_back(in);
+    }
+  }
+  return source;
+}
+
 }  // namespace
 
 int restore_norm_casts(Graph& g) {
@@ -193,6 +222,25 @@ int restore_norm_casts(Graph& g) {
   g.nodes = std::move(nodes);
   g.relink();
   return static_cast<int>(norms.size());
+}
+
+int restore_cast_backs(Graph& g) {
+  bool any = false;
+  for (const Node& n : g.nodes) any |= !n.dead && n.op == "Cast" && n.attr_int("to", 0) == 1;
+  if (!any) return 0;
+  g.relink();
+  int changed = 0;
+  for (Node& n : g.nodes) {
+    if (n.dead || n.op != "Cast" || !n.domain.empty() || n.inputs.size() != 1 || n.attr_int("to", 0) != 1) continue;
+    const int source = upcast_source(g, n.inputs[0]);
+    if (source < 0) continue;
+    n.op = "CastLike";
+    n.attrs = Attrs();
+    n.inputs = {n.inputs[0], source};
+    ++changed;
+  }
+  if (changed > 0) g.relink();
+  return changed;
 }
 
 }  // namespace memest

@@ -18,4 +18,12 @@ namespace memest {
 /// returns how many norms it changed.
 int restore_norm_casts(Graph& g);
 
+/// `y.to(x.dtype)` after `x.float()` as the legacy exporter writes it from a float32 trace:
+/// a second Cast to float of a value that is float only through an earlier Cast to float of
+/// an activation x (a few single-activation ops between). In float32 it is a no-op; under
+/// autocast it casts back to x's half dtype (timm's EvoNorm group_std: `x.float().var(...)
+/// .add(eps).sqrt().to(x_dtype)`, whose expanded copy the GPU holds in bf16). Such a Cast
+/// becomes CastLike(y, x). Returns how many.
+int restore_cast_backs(Graph& g);
+
 }  // namespace memest

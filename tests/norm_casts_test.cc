@@ -183,3 +183,41 @@ TEST_CASE("norm casts: Gemma's `self._norm(x.float())` upcasts, and its `type_as
   // The upcast: the Pow reads a float copy of q.
   CHECK(made(h, h.tensors[made(h, "p")->inputs[0]].name.c_str())->op == "Cast");
 }
+
+TEST_CASE("cast backs: `.to(x_dtype)` after `x.float()` casts back to x's dtype; a lone float Cast stays") {
+  // timm's EvoNorm group_std in a legacy float32 export: x.float(), a statistic, sqrt,
+  // .to(x_dtype), each cast a Cast(to=FLOAT). Under fp16 autocast h (a Linear's output) is
+  // half; the second cast makes the root half again, so the product is half:
+  // [2, 4] x 2 B = 16 B at batch 2, where the literal Cast made it float (32 B).
+  const char* text = R"(
+opset 17
+input x float32 batch,8
+param w float32 4,8
+node memest::Linear x w -> h
+node Cast h -> hf to=1
+node Sqrt hf -> s
+node Cast s -> sb to=1
+node Mul h sb -> y
+node Cast h -> z to=1
+node Add y z -> out
+output out
+)";
+  Graph g = read_text_graph(text);
+  CHECK(restore_cast_backs(g) == 1);
+  CHECK(made(g, "sb")->op == "CastLike");
+  CHECK(made(g, "sb")->inputs[1] == g.find_tensor("h"));
+  CHECK(made(g, "hf")->op == "Cast");  // the upcast itself
+  CHECK(made(g, "z")->op == "Cast");   // a float Cast of h alone is `.float()`
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  o.train.amp = Amp::FP16;
+  const Analysis a = analyze(read_text_graph(text), o);
+  const Estimate e = estimate(a, 2);
+  std::vector<int64_t> mul;
+  for (const Event& ev : a.program.events) {
+    const Block& blk = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
+    if (a.graph.nodes[blk.node].op == "Mul") mul.push_back(blk.bytes.eval(e.bindings));
+  }
+  CHECK(mul == std::vector<int64_t>{16});
+}
