@@ -175,107 +175,130 @@ bool lists_op(std::string_view list, std::string_view op) {
   return false;
 }
 
-// layer_rows with what is alive at the peak already split by owner (a replay of the
-// allocator for a 100k-node graph takes a noticeable part of a second).
-std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth, const PeakOwners& owners) {
-  const Graph& g = a.graph;
-  const std::vector<int64_t>& at_peak = owners.by_node;
-  // Saved bytes go to the node that produced them, each block once, though several
-  // nodes may keep it (a ReLU's output, kept by the ReLU and the next Conv); weights
-  // and inputs that autograd keeps are held anyway and are not counted. Only these
-  // blocks' sizes are evaluated, not the whole program's.
-  std::vector<int64_t> saved_by(g.nodes.size(), 0);
-  {
-    std::vector<char> seen(a.program.blocks.size(), 0);
-    for (const auto& blocks : a.program.saved_by_node) {
-      for (int b : blocks) {
-        const Block& blk = a.program.blocks[b];
-        if (seen[b] || blk.node < 0 || blk.category == Category::Parameters || blk.category == Category::Buffers ||
-            blk.category == Category::Inputs) {
-          continue;
-        }
-        seen[b] = 1;
-        saved_by[blk.node] += block_size(a.program, static_cast<size_t>(b), e.bindings, a.train.target->alloc_round);
+// Saved bytes go to the node that produced them, each block once, though several
+// nodes may keep it (a ReLU's output, kept by the ReLU and the next Conv); weights
+// and inputs that autograd keeps are held anyway and are not counted. Only these
+// blocks' sizes are evaluated, not the whole program's.
+std::vector<int64_t> saved_by_producer(const Analysis& a, const Estimate& e) {
+  std::vector<int64_t> saved_by(a.graph.nodes.size(), 0);
+  std::vector<char> seen(a.program.blocks.size(), 0);
+  for (const auto& blocks : a.program.saved_by_node) {
+    for (int b : blocks) {
+      const Block& blk = a.program.blocks[b];
+      if (seen[b] || blk.node < 0 || blk.category == Category::Parameters || blk.category == Category::Buffers ||
+          blk.category == Category::Inputs) {
+        continue;
       }
+      seen[b] = 1;
+      saved_by[blk.node] += block_size(a.program, static_cast<size_t>(b), e.bindings, a.train.target->alloc_round);
+    }
+  }
+  return saved_by;
+}
+
+// Shape arithmetic, or nothing at all: a dead node, a Constant, or one whose output
+// was folded to a value.
+bool folded(const Graph& g, const Node& n) {
+  return n.dead || n.op == "Constant" || (n.outputs.size() == 1 && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].value);
+}
+
+// Parameter elements, each parameter counted at its first user: tied weights count once.
+class ParameterCount {
+ public:
+  explicit ParameterCount(const Analysis& a)
+      : g_(a.graph), uncounted_(g_.tensors.size(), 0), trains_(trainable_parameters(g_, a.train.train, a.train.freeze)) {
+    for (size_t t = 0; t < g_.tensors.size(); ++t) uncounted_[t] = g_.tensors[t].kind == TensorKind::Parameter;
+    for (int t : g_.gradless_parameters) uncounted_[static_cast<size_t>(t)] = 1;
+  }
+
+  // The elements of n's parameters not yet counted into *params, and of those the
+  // ones that train into *trainable.
+  void count(const Node& n, int64_t* params, int64_t* trainable) {
+    for (int in : n.inputs) {
+      if (in < 0 || !uncounted_[in]) continue;
+      uncounted_[in] = 0;
+      const int64_t numel = product(*g_.tensors[in].shape).as_const().value_or(0);
+      *params += numel;
+      if (trains_[in]) *trainable += numel;
     }
   }
 
+ private:
+  const Graph& g_;
+  std::vector<char> uncounted_;  // parameters not yet counted
+  std::vector<bool> trains_;
+};
+
+// What one node adds to its module's row and every row above it.
+struct NodeFigures {
+  int64_t parameters = 0;
+  int64_t trainable = 0;
+  int64_t saved_bytes = 0;
+  int64_t peak_bytes = 0;
+  int shape_node = -1;  // the node, when it has an output shape
+};
+
+// The module tree of layer_rows, folded up as nodes are added: a parent includes its children.
+class LayerTree {
+ public:
+  // The row of module `path`, made on first use. Ancestors are created before
+  // descendants, so siblings keep the order of first use.
+  int row(const std::string& path) {
+    auto it = index_.find(path);
+    if (it != index_.end()) return it->second;
+    const std::string up = path == "(top)" ? "" : parent_path(path);
+    const int parent = up.empty() ? -1 : row(up);
+    const int id = static_cast<int>(tree_.size());
+    index_.emplace(path, id);
+    tree_.push_back({});
+    tree_[id].row.module = path;
+    tree_[id].row.name = up.empty() ? path : path.substr(up.size() + 1);
+    tree_[id].parent = parent;
+    (parent < 0 ? roots_ : tree_[parent].children).push_back(id);
+    return id;
+  }
+
+  // Row id's own op types, each once.
+  void add_op(int id, std::string_view op) {
+    LayerRow& own = tree_[id].row;
+    if (!lists_op(own.ops, op)) {
+      if (!own.ops.empty()) own.ops += ", ";
+      own.ops += op;
+    }
+  }
+
+  // Every figure goes to the module and all above it.
+  void add(int id, const NodeFigures& f) {
+    for (int t = id; t >= 0; t = tree_[t].parent) {
+      LayerRow& r = tree_[t].row;
+      r.parameters += f.parameters;
+      r.trainable += f.trainable;
+      r.saved_bytes += f.saved_bytes;
+      r.peak_bytes += f.peak_bytes;
+      if (f.shape_node >= 0) tree_[t].shape_node = f.shape_node;
+    }
+  }
+
+  // The rows in pre-order, moved out of the tree.
+  std::vector<LayerRow> rows(const Graph& g, const Estimate& e) {
+    std::vector<LayerRow> out;
+    out.reserve(tree_.size());
+    emit(roots_, 1, g, e, out);
+    return out;
+  }
+
+ private:
   struct TreeNode {
     LayerRow row;
     int parent = -1;
     int shape_node = -1;  // the last node in the subtree with an output shape
     std::vector<int> children;
   };
-  std::vector<TreeNode> tree;
-  std::vector<int> roots;
-  std::unordered_map<std::string, int> index;
-  // Ancestors are created before descendants, so siblings keep the order of first use.
-  auto tree_node = [&](const std::string& path, auto& self) -> int {
-    auto it = index.find(path);
-    if (it != index.end()) return it->second;
-    const std::string up = path == "(top)" ? "" : parent_path(path);
-    const int parent = up.empty() ? -1 : self(up, self);
-    const int id = static_cast<int>(tree.size());
-    index.emplace(path, id);
-    tree.push_back({});
-    tree[id].row.module = path;
-    tree[id].row.name = up.empty() ? path : path.substr(up.size() + 1);
-    tree[id].parent = parent;
-    (parent < 0 ? roots : tree[parent].children).push_back(id);
-    return id;
-  };
-  // Nodes of one module mostly come one after another: the path is cut to `depth`
-  // levels and looked up only when it changes.
-  const std::string* last_module = nullptr;
-  int last_id = -1;
-  // Parameters not yet counted: tied weights count once.
-  std::vector<char> uncounted(g.tensors.size(), 0);
-  for (size_t t = 0; t < g.tensors.size(); ++t) uncounted[t] = g.tensors[t].kind == TensorKind::Parameter;
-  for (int t : g.gradless_parameters) uncounted[static_cast<size_t>(t)] = 1;
-  const std::vector<bool> trains = trainable_parameters(g, a.train.train, a.train.freeze);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const Node& n = g.nodes[k];
-    if (at_peak[k] == 0 && saved_by[k] == 0) {
-      const bool folded =
-          n.dead || n.op == "Constant" || (n.outputs.size() == 1 && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].value);
-      if (folded) continue;  // shape arithmetic that holds nothing
-    }
-    if (last_module == nullptr || n.module != *last_module) {
-      last_module = &n.module.str();
-      last_id = tree_node(truncate_module(n.module, depth), tree_node);
-    }
-    const int id = last_id;
-    LayerRow& own = tree[id].row;
-    if (!lists_op(own.ops, n.op)) {
-      if (!own.ops.empty()) own.ops += ", ";
-      own.ops += n.op;
-    }
-    int64_t params = 0, trainable = 0;
-    const int64_t saved = saved_by[k];
-    for (int in : n.inputs) {
-      if (in < 0 || !uncounted[in]) continue;
-      uncounted[in] = 0;
-      const int64_t numel = product(*g.tensors[in].shape).as_const().value_or(0);
-      params += numel;
-      if (trains[in]) trainable += numel;
-    }
-    const bool shaped = !n.outputs.empty() && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].shape;
-    // A parent includes its children: every figure goes to the module and all above it.
-    for (int t = id; t >= 0; t = tree[t].parent) {
-      LayerRow& r = tree[t].row;
-      r.parameters += params;
-      r.trainable += trainable;
-      r.saved_bytes += saved;
-      r.peak_bytes += at_peak[k];
-      if (shaped) tree[t].shape_node = static_cast<int>(k);
-    }
-  }
 
-  std::vector<LayerRow> rows;
-  rows.reserve(tree.size());
-  auto emit = [&](const std::vector<int>& ids, int level, auto& self) -> void {
+  // ids' rows at tree level `level`, each followed by its subtree's.
+  void emit(const std::vector<int>& ids, int level, const Graph& g, const Estimate& e, std::vector<LayerRow>& rows) {
     for (size_t i = 0; i < ids.size(); ++i) {
-      TreeNode& t = tree[ids[i]];
+      TreeNode& t = tree_[ids[i]];
       LayerRow r = std::move(t.row);
       r.depth = level;
       r.last = i + 1 == ids.size();
@@ -285,11 +308,41 @@ std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth
         r.output_shape = eval_shape(*g.tensors[g.nodes[t.shape_node].outputs[0]].shape, e.bindings);
       }
       rows.push_back(std::move(r));
-      self(t.children, level + 1, self);
+      emit(t.children, level + 1, g, e, rows);
     }
-  };
-  emit(roots, 1, emit);
-  return rows;
+  }
+
+  std::vector<TreeNode> tree_;
+  std::vector<int> roots_;
+  std::unordered_map<std::string, int> index_;
+};
+
+// layer_rows with what is alive at the peak already split by owner (a replay of the
+// allocator for a 100k-node graph takes a noticeable part of a second).
+std::vector<LayerRow> layer_rows(const Analysis& a, const Estimate& e, int depth, const PeakOwners& owners) {
+  const Graph& g = a.graph;
+  const std::vector<int64_t>& at_peak = owners.by_node;
+  const std::vector<int64_t> saved_by = saved_by_producer(a, e);
+  LayerTree tree;
+  ParameterCount parameters(a);
+  // Nodes of one module mostly come one after another: the path is cut to `depth`
+  // levels and looked up only when it changes.
+  const std::string* last_module = nullptr;
+  int id = -1;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    if (at_peak[k] == 0 && saved_by[k] == 0 && folded(g, n)) continue;  // shape arithmetic that holds nothing
+    if (last_module == nullptr || n.module != *last_module) {
+      last_module = &n.module.str();
+      id = tree.row(truncate_module(n.module, depth));
+    }
+    tree.add_op(id, n.op);
+    const bool shaped = !n.outputs.empty() && n.outputs[0] >= 0 && g.tensors[n.outputs[0]].shape;
+    NodeFigures f{.saved_bytes = saved_by[k], .peak_bytes = at_peak[k], .shape_node = shaped ? static_cast<int>(k) : -1};
+    parameters.count(n, &f.parameters, &f.trainable);
+    tree.add(id, f);
+  }
+  return tree.rows(g, e);
 }
 
 // One line of live_at_peak: the blocks alive at the peak that one label's nodes

@@ -70,115 +70,146 @@ std::vector<int> drop_short_holds(const Graph& g, std::vector<int> release) {
   return release;
 }
 
+// statement_holds' view of the Python stacks: per frame level, the nodes run in
+// invocations of functions, and an invocation in runs of statements.
+struct StatementRun {
+  int statement;
+  int invocation;
+  int end;      // its last node
+  int rebound;  // the end of the run that rebinds its names (-2: not yet known)
+};
+struct Invocation {
+  int end;
+  std::vector<int> runs;
+};
+struct StatementRuns {
+  std::vector<StatementRun> runs;
+  std::vector<Invocation> invocations;
+  // Per node with a stack, per level: its invocation and run (flat; `first` indexes it).
+  std::vector<int> first, inv, run;
+  int levels(size_t k) const { return first[k + 1] - first[k]; }
+};
+
+// Node k's stack `s`, level by level, after node prev_node's stack `prev`: the levels
+// where k continues prev's statement stay in prev's runs; below them each level opens a run.
+void place_node(StatementRuns& sr, size_t k, const std::vector<PyFrame>& s, const std::vector<PyFrame>* prev,
+                int prev_node) {
+  const size_t same = prev ? shared_frames(s, *prev) : 0;  // levels where k continues prev's statement
+  sr.first[k + 1] = sr.first[k] + static_cast<int>(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    int i, r;
+    if (d < same) {
+      i = sr.inv[static_cast<size_t>(sr.first[prev_node]) + d];
+      r = sr.run[static_cast<size_t>(sr.first[prev_node]) + d];
+    } else {
+      // A new statement of the same function when only the statement changed here.
+      const bool continues = d == same && prev && d < prev->size() && s[d].instance == (*prev)[d].instance;
+      if (continues) {
+        i = sr.inv[static_cast<size_t>(sr.first[prev_node]) + d];
+      } else {
+        i = static_cast<int>(sr.invocations.size());
+        sr.invocations.push_back({});
+      }
+      r = static_cast<int>(sr.runs.size());
+      sr.runs.push_back({s[d].statement, i, 0, -2});
+      sr.invocations[static_cast<size_t>(i)].runs.push_back(r);
+    }
+    sr.invocations[static_cast<size_t>(i)].end = static_cast<int>(k);
+    sr.runs[static_cast<size_t>(r)].end = static_cast<int>(k);
+    sr.inv.push_back(i);
+    sr.run.push_back(r);
+  }
+}
+
+// Every node's place in the invocations and statement runs; dead nodes, nodes without
+// a stack, the loss and Constants (which read nothing) have none.
+StatementRuns statement_runs(const Graph& g) {
+  StatementRuns sr;
+  sr.first.assign(g.nodes.size() + 1, 0);
+  const std::vector<PyFrame>* prev = nullptr;
+  int prev_node = -1;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    sr.first[k + 1] = sr.first[k];
+    if (n.dead || n.py_stack < 0 || n.module == "loss" || n.op == "Constant") continue;
+    const std::vector<PyFrame>& s = g.python.stacks[static_cast<size_t>(n.py_stack)];
+    place_node(sr, k, s, prev, prev_node);
+    prev = &s;
+    prev_node = static_cast<int>(k);
+  }
+  return sr;
+}
+
+// Where the binding made by run r lets go: the end of the first later run of its
+// invocation that assigns all of r's names, else the invocation's end. A tensor read
+// by a later statement is not the one an unpacking gives `_` (the name Python code
+// writes for a value it drops: transformers' `hidden_states, _ = self.self_attn(...)`
+// holds the attention's output in `hidden_states` alone, and the residual add that
+// rebinds it lets that go; requiring `_` too held it to the decoder layer's end).
+// Remembered per run: many tensors ask about the same one.
+int rebound(StatementRuns& sr, const PySource& py, int underscore, int r) {
+  StatementRun& x = sr.runs[static_cast<size_t>(r)];
+  if (x.rebound != -2) return x.rebound;
+  std::vector<int> names = py.statements[static_cast<size_t>(x.statement)].targets;
+  if (names.size() > 1) std::erase(names, underscore);
+  const Invocation& in = sr.invocations[static_cast<size_t>(x.invocation)];
+  x.rebound = in.end;
+  const auto at = std::find(in.runs.begin(), in.runs.end(), r);
+  for (auto it = at + 1; it != in.runs.end(); ++it) {
+    const std::vector<int>& t = py.statements[static_cast<size_t>(sr.runs[static_cast<size_t>(*it)].statement)].targets;
+    const bool all = std::all_of(names.begin(), names.end(), [&](int nm) { return std::find(t.begin(), t.end(), nm) != t.end(); });
+    if (all) {
+      x.rebound = sr.runs[static_cast<size_t>(*it)].end;
+      break;
+    }
+  }
+  return x.rebound;
+}
+
+// How many outer levels nodes a and b run in the same invocation.
+int shared_invocations(const StatementRuns& sr, size_t a, size_t b) {
+  const int an = sr.levels(a), bn = sr.levels(b);
+  int d = 0;
+  while (d < an && d < bn && sr.inv[static_cast<size_t>(sr.first[a] + d)] == sr.inv[static_cast<size_t>(sr.first[b] + d)]) ++d;
+  return d;
+}
+
+// The last node a local holds producer p's output to when consumer c reads it, or -1
+// when no local does (another invocation, or the same statement).
+int local_hold(StatementRuns& sr, const PySource& py, int underscore, size_t p, size_t c) {
+  const int d = shared_invocations(sr, p, c);  // levels in the same invocation
+  if (d == 0) return -1;
+  const int rp = sr.run[static_cast<size_t>(sr.first[p] + d - 1)];
+  const int rc = sr.run[static_cast<size_t>(sr.first[c] + d - 1)];
+  if (rp == rc) return -1;  // within one statement
+  const PyStatement& made = py.statements[static_cast<size_t>(sr.runs[static_cast<size_t>(rp)].statement)];
+  if (made.binds) return rebound(sr, py, underscore, rp);
+  if (made.continuation && py.statements[static_cast<size_t>(sr.runs[static_cast<size_t>(rc)].statement)].line > made.line) {
+    // An element of a tuple written over several lines, read by a statement below it:
+    // the tuple was assigned (an argument list's call runs on its first line, above).
+    // The names are not known, so nothing rebinds them: held until the function returns.
+    return sr.invocations[static_cast<size_t>(sr.runs[static_cast<size_t>(rp)].invocation)].end;
+  }
+  return -1;
+}
+
 // Locals, from the Python stacks (graphs from the dynamo exporter). Per frame level, the
 // nodes run in invocations of functions, and an invocation in runs of statements. A
 // tensor made in one statement and read in a later one of the same invocation was bound
 // to the names that statement assigns; the binding holds it until a later statement of
 // the invocation assigns those names again, or the function returns.
 void statement_holds(const Graph& g, std::vector<int>& release) {
-  const PySource& py = g.python;
-  struct Run {
-    int statement;
-    int invocation;
-    int end;      // its last node
-    int rebound;  // the end of the run that rebinds its names (-2: not yet known)
-  };
-  struct Invocation {
-    int end;
-    std::vector<int> runs;
-  };
-  std::vector<Run> runs;
-  std::vector<Invocation> invocations;
-  // Per node with a stack, per level: its invocation and run (flat; `first` indexes it).
-  std::vector<int> first(g.nodes.size() + 1, 0), inv, run;
-  const std::vector<PyFrame>* prev = nullptr;
-  int prev_node = -1;
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const Node& n = g.nodes[k];
-    first[k + 1] = first[k];
-    if (n.dead || n.py_stack < 0 || n.module == "loss" || n.op == "Constant") continue;
-    const std::vector<PyFrame>& s = py.stacks[static_cast<size_t>(n.py_stack)];
-    const size_t same = prev ? shared_frames(s, *prev) : 0;  // levels where k continues prev's statement
-    first[k + 1] = first[k] + static_cast<int>(s.size());
-    for (size_t d = 0; d < s.size(); ++d) {
-      int i, r;
-      if (d < same) {
-        i = inv[static_cast<size_t>(first[prev_node]) + d];
-        r = run[static_cast<size_t>(first[prev_node]) + d];
-      } else {
-        // A new statement of the same function when only the statement changed here.
-        const bool continues = d == same && prev && d < prev->size() && s[d].instance == (*prev)[d].instance;
-        if (continues) {
-          i = inv[static_cast<size_t>(first[prev_node]) + d];
-        } else {
-          i = static_cast<int>(invocations.size());
-          invocations.push_back({});
-        }
-        r = static_cast<int>(runs.size());
-        runs.push_back({s[d].statement, i, 0, -2});
-        invocations[static_cast<size_t>(i)].runs.push_back(r);
-      }
-      invocations[static_cast<size_t>(i)].end = static_cast<int>(k);
-      runs[static_cast<size_t>(r)].end = static_cast<int>(k);
-      inv.push_back(i);
-      run.push_back(r);
-    }
-    prev = &s;
-    prev_node = static_cast<int>(k);
-  }
-  if (runs.empty()) return;
-
-  // Where the binding made by run r lets go: the end of the first later run of its
-  // invocation that assigns all of r's names, else the invocation's end. A tensor read
-  // by a later statement is not the one an unpacking gives `_` (the name Python code
-  // writes for a value it drops: transformers' `hidden_states, _ = self.self_attn(...)`
-  // holds the attention's output in `hidden_states` alone, and the residual add that
-  // rebinds it lets that go; requiring `_` too held it to the decoder layer's end).
-  const int underscore = py.name_id("_");
-  auto rebound = [&](int r) {
-    Run& x = runs[static_cast<size_t>(r)];
-    if (x.rebound != -2) return x.rebound;
-    std::vector<int> names = py.statements[static_cast<size_t>(x.statement)].targets;
-    if (names.size() > 1) std::erase(names, underscore);
-    const Invocation& in = invocations[static_cast<size_t>(x.invocation)];
-    x.rebound = in.end;
-    const auto at = std::find(in.runs.begin(), in.runs.end(), r);
-    for (auto it = at + 1; it != in.runs.end(); ++it) {
-      const std::vector<int>& t = py.statements[static_cast<size_t>(runs[static_cast<size_t>(*it)].statement)].targets;
-      const bool all = std::all_of(names.begin(), names.end(), [&](int nm) { return std::find(t.begin(), t.end(), nm) != t.end(); });
-      if (all) {
-        x.rebound = runs[static_cast<size_t>(*it)].end;
-        break;
-      }
-    }
-    return x.rebound;
-  };
-
+  StatementRuns sr = statement_runs(g);
+  if (sr.runs.empty()) return;
+  const int underscore = g.python.name_id("_");
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Activation || ten.producer < 0) continue;
     const size_t p = static_cast<size_t>(ten.producer);
-    const int pn = first[p + 1] - first[p];
-    if (pn == 0) continue;
+    if (sr.levels(p) == 0) continue;
     for (int c : ten.consumers) {
-      const size_t cc = static_cast<size_t>(c);
-      const int cn = first[cc + 1] - first[cc];
-      int d = 0;  // levels in the same invocation
-      while (d < pn && d < cn && inv[static_cast<size_t>(first[p] + d)] == inv[static_cast<size_t>(first[cc] + d)]) ++d;
-      if (d == 0) continue;
-      const int rp = run[static_cast<size_t>(first[p] + d - 1)];
-      const int rc = run[static_cast<size_t>(first[cc] + d - 1)];
-      if (rp == rc) continue;  // within one statement
-      const PyStatement& made = py.statements[static_cast<size_t>(runs[static_cast<size_t>(rp)].statement)];
-      if (made.binds) {
-        release[t] = std::max(release[t], rebound(rp));
-      } else if (made.continuation &&
-                 py.statements[static_cast<size_t>(runs[static_cast<size_t>(rc)].statement)].line > made.line) {
-        // An element of a tuple written over several lines, read by a statement below it:
-        // the tuple was assigned (an argument list's call runs on its first line, above).
-        // The names are not known, so nothing rebinds them: held until the function returns.
-        release[t] = std::max(release[t], invocations[static_cast<size_t>(runs[static_cast<size_t>(rp)].invocation)].end);
-      }
+      const int hold = local_hold(sr, g.python, underscore, p, static_cast<size_t>(c));
+      if (hold >= 0) release[t] = std::max(release[t], hold);
     }
   }
 }

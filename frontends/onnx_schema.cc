@@ -39,107 +39,146 @@ struct Spec {
 constexpr uint32_t kFieldLimit = 26;  // onnx 1.12 numbers its fields below this
 using Table = std::array<std::array<Spec, kFieldLimit>, kMsgCount>;
 
+// Sets a Table's specs. Every step is constexpr: kSchema is built by the compiler.
+struct Fields {
+  Table& t;
+  constexpr void field(Msg m, uint32_t number, Kind k) const { t[m][number] = Spec{k, Model}; }
+  constexpr void message(Msg m, uint32_t number, Msg type) const { t[m][number] = Spec{kMessageField, type}; }
+  constexpr void strings(Msg m, std::initializer_list<uint32_t> numbers) const {
+    for (uint32_t n : numbers) field(m, n, kBytesField);
+  }
+};
+
+// ModelProto.
+constexpr void model_fields(Fields f) {
+  f.field(Model, 1, kVarintField);  // ir_version
+  f.message(Model, 8, OpsetId);     // opset_import
+  f.strings(Model, {2, 3, 4, 6});   // producer_name, producer_version, domain, doc_string
+  f.field(Model, 5, kVarintField);  // model_version
+  f.message(Model, 7, Graph);
+  f.message(Model, 14, Entry);  // metadata_props
+  f.message(Model, 20, TrainingInfo);
+  f.message(Model, 25, Function);
+}
+
+// GraphProto and its nodes.
+constexpr void graph_fields(Fields f) {
+  // GraphProto
+  f.message(Graph, 1, Node);
+  f.strings(Graph, {2, 10});  // name, doc_string
+  f.message(Graph, 5, Tensor);  // initializer
+  f.message(Graph, 15, SparseTensor);
+  f.message(Graph, 11, ValueInfo);  // input
+  f.message(Graph, 12, ValueInfo);  // output
+  f.message(Graph, 13, ValueInfo);  // value_info
+  f.message(Graph, 14, TensorAnnotation);
+  // NodeProto: input, output, name, op_type, doc_string, domain; attribute
+  f.strings(Node, {1, 2, 3, 4, 6, 7});
+  f.message(Node, 5, Attribute);
+}
+
+// AttributeProto: its name and type, and a field for each kind of value, one or repeated.
+constexpr void attribute_fields(Fields f) {
+  f.strings(Attribute, {1, 21, 13, 4, 9});  // name, ref_attr_name, doc_string, s, strings
+  f.field(Attribute, 20, kVarintField);     // type
+  f.field(Attribute, 2, kFixed32Field);     // f
+  f.field(Attribute, 3, kVarintField);      // i
+  f.message(Attribute, 5, Tensor);
+  f.message(Attribute, 6, Graph);
+  f.message(Attribute, 22, SparseTensor);
+  f.message(Attribute, 14, Type);
+  f.field(Attribute, 7, kRepeatedFixed32);  // floats
+  f.field(Attribute, 8, kRepeatedVarint);   // ints
+  f.message(Attribute, 10, Tensor);
+  f.message(Attribute, 11, Graph);
+  f.message(Attribute, 23, SparseTensor);
+  f.message(Attribute, 15, Type);
+}
+
+// What describes a graph's values and its training, and key-value entries.
+constexpr void metadata_fields(Fields f) {
+  // ValueInfoProto
+  f.strings(ValueInfo, {1, 3});
+  f.message(ValueInfo, 2, Type);
+  // TrainingInfoProto
+  f.message(TrainingInfo, 1, Graph);
+  f.message(TrainingInfo, 2, Graph);
+  f.message(TrainingInfo, 3, Entry);
+  f.message(TrainingInfo, 4, Entry);
+  // StringStringEntryProto, TensorAnnotation
+  f.strings(Entry, {1, 2});
+  f.strings(TensorAnnotation, {1});
+  f.message(TensorAnnotation, 2, Entry);
+}
+
+// TensorProto, its segments, and SparseTensorProto.
+constexpr void tensor_fields(Fields f) {
+  // TensorProto
+  f.field(Tensor, 1, kRepeatedVarint);  // dims
+  f.field(Tensor, 2, kVarintField);     // data_type
+  f.message(Tensor, 3, Segment);
+  f.field(Tensor, 4, kRepeatedFixed32);  // float_data
+  f.field(Tensor, 5, kRepeatedVarint);   // int32_data
+  f.strings(Tensor, {6, 8, 12, 9});      // string_data, name, doc_string, raw_data
+  f.field(Tensor, 7, kRepeatedVarint);   // int64_data
+  f.message(Tensor, 13, Entry);          // external_data
+  f.field(Tensor, 14, kVarintField);     // data_location
+  f.field(Tensor, 10, kRepeatedFixed64);  // double_data
+  f.field(Tensor, 11, kRepeatedVarint);   // uint64_data
+  f.field(Segment, 1, kVarintField);
+  f.field(Segment, 2, kVarintField);
+  // SparseTensorProto
+  f.message(SparseTensor, 1, Tensor);
+  f.message(SparseTensor, 2, Tensor);
+  f.field(SparseTensor, 3, kRepeatedVarint);
+}
+
+// TypeProto, its kinds, and the shapes a tensor type carries.
+constexpr void type_fields(Fields f) {
+  // TensorShapeProto and its Dimension (dim_value, dim_param, denotation)
+  f.message(TensorShape, 1, Dimension);
+  f.field(Dimension, 1, kVarintField);
+  f.strings(Dimension, {2, 3});
+  // TypeProto and its kinds
+  f.message(Type, 1, TypeTensor);
+  f.message(Type, 4, TypeSequence);
+  f.message(Type, 5, TypeMap);
+  f.message(Type, 9, TypeOptional);
+  f.message(Type, 8, TypeSparseTensor);
+  f.message(Type, 7, TypeOpaque);
+  f.strings(Type, {6});
+  f.field(TypeTensor, 1, kVarintField);
+  f.message(TypeTensor, 2, TensorShape);
+  f.message(TypeSequence, 1, Type);
+  f.field(TypeMap, 1, kVarintField);
+  f.message(TypeMap, 2, Type);
+  f.message(TypeOptional, 1, Type);
+  f.field(TypeSparseTensor, 1, kVarintField);
+  f.message(TypeSparseTensor, 2, TensorShape);
+  f.strings(TypeOpaque, {1, 2});
+}
+
+// OperatorSetIdProto and FunctionProto.
+constexpr void function_fields(Fields f) {
+  // OperatorSetIdProto
+  f.strings(OpsetId, {1});
+  f.field(OpsetId, 2, kVarintField);
+  // FunctionProto: name, input, output, attribute, doc_string, domain; node; opset_import
+  f.strings(Function, {1, 4, 5, 6, 8, 10});
+  f.message(Function, 7, Node);
+  f.message(Function, 9, OpsetId);
+}
+
 constexpr Table make_schema() {
   Table t{};
-  auto field = [&t](Msg m, uint32_t number, Kind k) { t[m][number] = Spec{k, Model}; };
-  auto message = [&t](Msg m, uint32_t number, Msg type) { t[m][number] = Spec{kMessageField, type}; };
-  auto strings = [&field](Msg m, std::initializer_list<uint32_t> numbers) {
-    for (uint32_t n : numbers) field(m, n, kBytesField);
-  };
-  // ModelProto
-  field(Model, 1, kVarintField);  // ir_version
-  message(Model, 8, OpsetId);     // opset_import
-  strings(Model, {2, 3, 4, 6});   // producer_name, producer_version, domain, doc_string
-  field(Model, 5, kVarintField);  // model_version
-  message(Model, 7, Graph);
-  message(Model, 14, Entry);  // metadata_props
-  message(Model, 20, TrainingInfo);
-  message(Model, 25, Function);
-  // GraphProto
-  message(Graph, 1, Node);
-  strings(Graph, {2, 10});  // name, doc_string
-  message(Graph, 5, Tensor);  // initializer
-  message(Graph, 15, SparseTensor);
-  message(Graph, 11, ValueInfo);  // input
-  message(Graph, 12, ValueInfo);  // output
-  message(Graph, 13, ValueInfo);  // value_info
-  message(Graph, 14, TensorAnnotation);
-  // NodeProto: input, output, name, op_type, doc_string, domain; attribute
-  strings(Node, {1, 2, 3, 4, 6, 7});
-  message(Node, 5, Attribute);
-  // AttributeProto
-  strings(Attribute, {1, 21, 13, 4, 9});  // name, ref_attr_name, doc_string, s, strings
-  field(Attribute, 20, kVarintField);     // type
-  field(Attribute, 2, kFixed32Field);     // f
-  field(Attribute, 3, kVarintField);      // i
-  message(Attribute, 5, Tensor);
-  message(Attribute, 6, Graph);
-  message(Attribute, 22, SparseTensor);
-  message(Attribute, 14, Type);
-  field(Attribute, 7, kRepeatedFixed32);  // floats
-  field(Attribute, 8, kRepeatedVarint);   // ints
-  message(Attribute, 10, Tensor);
-  message(Attribute, 11, Graph);
-  message(Attribute, 23, SparseTensor);
-  message(Attribute, 15, Type);
-  // ValueInfoProto
-  strings(ValueInfo, {1, 3});
-  message(ValueInfo, 2, Type);
-  // TrainingInfoProto
-  message(TrainingInfo, 1, Graph);
-  message(TrainingInfo, 2, Graph);
-  message(TrainingInfo, 3, Entry);
-  message(TrainingInfo, 4, Entry);
-  // StringStringEntryProto, TensorAnnotation
-  strings(Entry, {1, 2});
-  strings(TensorAnnotation, {1});
-  message(TensorAnnotation, 2, Entry);
-  // TensorProto
-  field(Tensor, 1, kRepeatedVarint);  // dims
-  field(Tensor, 2, kVarintField);     // data_type
-  message(Tensor, 3, Segment);
-  field(Tensor, 4, kRepeatedFixed32);  // float_data
-  field(Tensor, 5, kRepeatedVarint);   // int32_data
-  strings(Tensor, {6, 8, 12, 9});      // string_data, name, doc_string, raw_data
-  field(Tensor, 7, kRepeatedVarint);   // int64_data
-  message(Tensor, 13, Entry);          // external_data
-  field(Tensor, 14, kVarintField);     // data_location
-  field(Tensor, 10, kRepeatedFixed64);  // double_data
-  field(Tensor, 11, kRepeatedVarint);   // uint64_data
-  field(Segment, 1, kVarintField);
-  field(Segment, 2, kVarintField);
-  // SparseTensorProto
-  message(SparseTensor, 1, Tensor);
-  message(SparseTensor, 2, Tensor);
-  field(SparseTensor, 3, kRepeatedVarint);
-  // TensorShapeProto and its Dimension (dim_value, dim_param, denotation)
-  message(TensorShape, 1, Dimension);
-  field(Dimension, 1, kVarintField);
-  strings(Dimension, {2, 3});
-  // TypeProto and its kinds
-  message(Type, 1, TypeTensor);
-  message(Type, 4, TypeSequence);
-  message(Type, 5, TypeMap);
-  message(Type, 9, TypeOptional);
-  message(Type, 8, TypeSparseTensor);
-  message(Type, 7, TypeOpaque);
-  strings(Type, {6});
-  field(TypeTensor, 1, kVarintField);
-  message(TypeTensor, 2, TensorShape);
-  message(TypeSequence, 1, Type);
-  field(TypeMap, 1, kVarintField);
-  message(TypeMap, 2, Type);
-  message(TypeOptional, 1, Type);
-  field(TypeSparseTensor, 1, kVarintField);
-  message(TypeSparseTensor, 2, TensorShape);
-  strings(TypeOpaque, {1, 2});
-  // OperatorSetIdProto
-  strings(OpsetId, {1});
-  field(OpsetId, 2, kVarintField);
-  // FunctionProto: name, input, output, attribute, doc_string, domain; node; opset_import
-  strings(Function, {1, 4, 5, 6, 8, 10});
-  message(Function, 7, Node);
-  message(Function, 9, OpsetId);
+  const Fields f{t};
+  model_fields(f);
+  graph_fields(f);
+  attribute_fields(f);
+  metadata_fields(f);
+  tensor_fields(f);
+  type_fields(f);
+  function_fields(f);
   return t;
 }
 
