@@ -14,6 +14,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -26,6 +27,7 @@
 #include "frontends/dynamo_repair.h"
 #include "frontends/export_signature.h"
 #include "frontends/merged_initializers.h"
+#include "frontends/squeeze_if.h"
 #include "frontends/fx_node.h"
 #include "frontends/scope_repair.h"
 #include "frontends/onnx_views.h"
@@ -359,6 +361,41 @@ class Lowering {
     return out;
   }
 
+  // The If of a dynamic squeeze as memest::SqueezeIf(x, cond), axes [d] (squeeze_if.h).
+  NodeView squeeze_if(const NodeView& n, const DynamicSqueeze& sq) {
+    NodeView m;
+    m.name = n.name;
+    m.op_type = "SqueezeIf";
+    m.domain = "memest";
+    m.metadata = n.metadata;
+    m.inputs = {sq.input, n.inputs[0]};
+    m.outputs = n.outputs;
+    squeeze_axes_.emplace_back();
+    m.attrs.push_back(AttrRef{axes_attribute(sq.axis), {}, false});
+    return m;
+  }
+
+  // An AttributeProto `axes` = [axis], kept alive by the reader (squeeze_axes_).
+  std::string_view axes_attribute(int64_t axis) {
+    std::string& b = squeeze_axes_.back();
+    b.clear();
+    auto varint = [&b](uint64_t v) {
+      while (v >= 0x80) {
+        b.push_back(static_cast<char>((v & 0x7f) | 0x80));
+        v >>= 7;
+      }
+      b.push_back(static_cast<char>(v));
+    };
+    b.push_back(0x0a);  // field 1 (name), length-delimited
+    varint(4);
+    b += "axes";
+    b.push_back(0x40);  // field 8 (ints), varint
+    varint(static_cast<uint64_t>(axis));
+    b.push_back(0x50);  // field 20 (type) = INTS (7)
+    varint(7);
+    return b;
+  }
+
   // Lowers one node; `prefix` and `rename` serve function inlining.
   void lower_node(const NodeView& n, const std::string& prefix, const Rename& rename, const std::string& outer_module) {
     auto map_name = [&](std::string_view s) -> std::string {
@@ -374,6 +411,12 @@ class Lowering {
       auto fn = function_index_.find(std::string(dom) + "::" + std::string(n.op_type));
       if (fn != function_index_.end() && depth_ < 16) {
         inline_function(functions_[fn->second], n, map_name, outer_module);
+        return;
+      }
+    }
+    if (n.op_type == "If" && dom.empty()) {
+      if (const auto sq = dynamic_squeeze(n)) {
+        lower_node(squeeze_if(n, *sq), prefix, rename, outer_module);
         return;
       }
     }
@@ -566,6 +609,7 @@ class Lowering {
   std::vector<int64_t> dims_;
   std::vector<int> bn_statistics_;
   std::unordered_set<std::string> subgraph_ops_;  ///< op types whose subgraphs were warned of
+  std::deque<std::string> squeeze_axes_;           ///< the `axes` attributes squeeze_if() wrote
   std::vector<std::string_view> fx_calls_;
   std::vector<std::pair<int, std::string_view>> folded_from_;
 };

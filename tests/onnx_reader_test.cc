@@ -159,6 +159,36 @@ TEST_CASE("onnx reader: functions that call each other over and over are an erro
   CHECK(error_of(m).find("model-local functions expand to more than") == 0);
 }
 
+// An If as symbolic_opset11.squeeze writes `x.squeeze(1)` of a dim the trace did not fix:
+// then Squeeze(x, axes) with axes a Constant [1] in the branch, else Identity(x).
+std::string squeeze_if_model(const std::string& else_op) {
+  auto attr_graph = [](const std::string& name, const std::string& graph) {
+    return lfield(1, name) + lfield(6, graph) + vfield(20, 5);  // type GRAPH
+  };
+  const std::string axes = lfield(1, "value") + lfield(5, vfield(1, 1) + vfield(2, 7) + vfield(7, 1)) + vfield(20, 4);
+  const std::string then_g = lfield(1, lfield(2, "ax") + lfield(4, "Constant") + lfield(5, axes)) +
+                             lfield(1, node("Squeeze", "x", "sq") + lfield(1, "ax")) + lfield(12, value_info("sq", ""));
+  const std::string else_g = lfield(1, node(else_op, "x", "id")) + lfield(12, value_info("id", ""));
+  const std::string iff = node("If", "c", "s", lfield(5, attr_graph("then_branch", then_g)) +
+                                                   lfield(5, attr_graph("else_branch", else_g)));
+  return model(lfield(1, iff) + lfield(1, node("Relu", "s", "y")) +
+               lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(1) + dim_value(4)))) +
+               lfield(11, value_info("c", tensor_type(9, ""))) +
+               lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(4)))));
+}
+
+TEST_CASE("onnx reader: the legacy exporter's If of a dynamic squeeze is one op reading x") {
+  const Graph g = read_onnx_bytes(squeeze_if_model("Identity"), "m.onnx");
+  REQUIRE(g.nodes.size() == 2);
+  CHECK(g.nodes[0].op == "SqueezeIf");
+  CHECK(g.nodes[0].domain == "memest");
+  CHECK(g.nodes[0].inputs[0] == g.find_tensor("x"));  // x's gradient has a way back
+  CHECK(g.nodes[0].attr_ints("axes") == std::vector<int64_t>{1});
+  // Any other else-branch: an If as before, its subgraphs unread.
+  const Graph other = read_onnx_bytes(squeeze_if_model("Relu"), "m.onnx");
+  CHECK(other.nodes[0].op == "If");
+}
+
 TEST_CASE("onnx schema: the census sizes the IR") {
   const auto check = onnx_schema::check_model(relu_model(lfield(1, varint(2))));
   REQUIRE(check);

@@ -555,4 +555,20 @@ TEST_CASE("shape: training facts") {
 }
 
 }  // namespace
+TEST_CASE("shape: SqueezeIf drops its axis where it is 1, keeps a symbolic or larger one") {
+  // The legacy exporter's x.squeeze(d) of a dim of unknown size (frontends/squeeze_if.h).
+  Graph g = infer(R"(
+    opset 17
+    input x float32 batch,1,4
+    input z float32 batch,3,4
+    input c bool -
+    node memest::SqueezeIf x c -> a axes=[1]
+    node memest::SqueezeIf z c -> b axes=[1]
+    node memest::SqueezeIf x c -> d axes=[0]
+  )");
+  CHECK(shape(g, "a") == "[batch, 4]");
+  CHECK(shape(g, "b") == "[batch, 3, 4]");
+  CHECK(shape(g, "d") == "[batch, 1, 4]");
+}
+
 }  // namespace memest

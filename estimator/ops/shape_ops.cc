@@ -128,6 +128,24 @@ void squeeze(ShapeContext& ctx) {
   pass_value(ctx);
 }
 
+// memest::SqueezeIf (frontends/squeeze_if.h): x.squeeze(d) as the legacy exporter writes
+// it for a dim whose size the trace did not fix, If(size == 1, Squeeze, Identity). The
+// dim's size here decides; a symbolic one is taken for more than 1 (x as it is), as a
+// batch or a sequence is.
+void squeeze_if(ShapeContext& ctx) {
+  const Shape& x = ctx.in_shape(0);
+  const std::vector<int64_t> axes = ctx.attr_ints("axes");
+  if (axes.size() != 1) ctx.fail("needs one axis");
+  const int64_t axis = norm_axis(ctx, axes[0], x.size());
+  if (x.empty()) ctx.fail("cannot squeeze a scalar");
+  Shape out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (static_cast<int64_t>(i) != axis || x[i] != Expr(1)) out.push_back(x[i]);
+  }
+  ctx.set_output(0, ctx.in_dtype(0), out);
+  pass_value(ctx);
+}
+
 void unsqueeze(ShapeContext& ctx) {
   const Shape& x = ctx.in_shape(0);
   std::optional<std::vector<int64_t>> axes;
@@ -679,6 +697,9 @@ const OpInfo kOps[] = {
      .note = "a view of a contiguous input"},
     {.op = "Squeeze", .family = kFamily, .shape = squeeze, .grads = "VN", .view = true, .layout = Layout::UnitDims,
      .note = "a view"},
+    {.op = "SqueezeIf", .family = kFamily, .shape = squeeze_if, .grads = "VN", .view = true,
+     .layout = Layout::UnitDims, .domain = "memest",
+     .note = "x.squeeze(d) of a dim of unknown size (legacy exporter's If); a view of input 0, the condition unread"},
     {.op = "Unsqueeze", .family = kFamily, .shape = unsqueeze, .grads = "VN", .view = true,
      .layout = Layout::UnitDims, .note = "a view"},
     {.op = "Transpose", .family = kFamily, .shape = transpose, .grads = "V", .view = true, .layout = Layout::Permute,
