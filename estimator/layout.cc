@@ -1,5 +1,7 @@
 // Memory layouts of views: when a reshape of a permuted tensor can stay a view.
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 #include "estimator/ops/op_info.h"
 #include "estimator/simulate.h"
@@ -183,6 +185,97 @@ std::vector<int8_t> select_layout(const Shape& in, const std::vector<int8_t>& la
     identity &= pos[i] == static_cast<int8_t>(i);
   }
   return identity ? std::vector<int8_t>{} : pos;
+}
+
+namespace {
+
+// The labels of an einsum equation's terms and output (implicit: the labels used once, in
+// order), or nullopt with an ellipsis or other than two operands.
+struct EinsumLabels {
+  std::string a, b, out;
+};
+std::optional<EinsumLabels> einsum_labels(const std::string& equation) {
+  std::string eq;
+  for (char c : equation) {
+    if (c == '.') return std::nullopt;
+    if (!std::isspace(static_cast<unsigned char>(c))) eq += c;
+  }
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  const size_t comma = lhs.find(',');
+  if (comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos) return std::nullopt;
+  EinsumLabels l{lhs.substr(0, comma), lhs.substr(comma + 1), ""};
+  if (arrow != std::string::npos) {
+    l.out = eq.substr(arrow + 2);
+  } else {
+    std::string all = l.a + l.b;
+    std::sort(all.begin(), all.end());
+    for (char c : all) {
+      if (std::count(all.begin(), all.end(), c) == 1) l.out += c;
+    }
+  }
+  return l;
+}
+
+}  // namespace
+
+std::optional<bool> einsum_reshape_copies(const std::string& equation, size_t which, const Shape& a, const Shape& b,
+                                          const std::vector<int8_t>& layout) {
+  const auto l = einsum_labels(equation);
+  if (!l || which > 1 || l->a.size() != a.size() || l->b.size() != b.size()) return std::nullopt;
+  const std::string& own = which == 0 ? l->a : l->b;
+  const std::string& other = which == 0 ? l->b : l->a;
+  const Shape& shape = which == 0 ? a : b;
+  const Shape& other_shape = which == 0 ? b : a;
+  if (!layout.empty() && layout.size() != shape.size()) return std::nullopt;
+  const Expr one(1);
+  // A label counts where its dim is not 1 (sumproduct_pair's size checks).
+  auto has = [&](const std::string& labels, const Shape& s, char c) {
+    const size_t at = labels.find(c);
+    return at != std::string::npos && s[at] != one;
+  };
+  // torch aligns the operands to the output's labels, then the summed ones by first use.
+  std::string aligned = l->out;
+  for (char c : l->a + l->b) {
+    if (aligned.find(c) == std::string::npos) aligned += c;
+  }
+  std::string batch, kept, summed;
+  for (char c : aligned) {
+    if (!has(own, shape, c)) continue;
+    const bool both = has(other, other_shape, c);
+    if (l->out.find(c) == std::string::npos) {
+      if (both) summed += c;  // summed in one operand alone: summed away before the bmm
+    } else {
+      (both ? batch : kept) += c;
+    }
+  }
+  // A label summed in this operand alone is summed away first (a new, contiguous tensor
+  // with that dim of size 1).
+  bool presummed = false;
+  for (size_t i = 0; i < own.size(); ++i) {
+    presummed |= shape[i] != one && l->out.find(own[i]) == std::string::npos && !has(other, other_shape, own[i]);
+  }
+  const std::string order = which == 0 ? batch + kept + summed : batch + summed + kept;
+  Shape permuted, target;
+  std::vector<int8_t> moved;
+  auto position = [&](size_t at) { return layout.empty() || presummed ? static_cast<int8_t>(at) : layout[at]; };
+  for (char c : order) {
+    const size_t at = own.find(c);
+    permuted.push_back(shape[at]);
+    moved.push_back(position(at));
+  }
+  for (size_t at = 0; at < own.size(); ++at) {  // dims of size 1 (or summed to 1): no say
+    if (order.find(own[at]) != std::string::npos) continue;
+    permuted.push_back(one);
+    moved.push_back(position(at));
+  }
+  for (const std::string* group : {&batch, which == 0 ? &kept : &summed, which == 0 ? &summed : &kept}) {
+    Expr n(1);
+    for (char c : *group) n = n * shape[own.find(c)];
+    target.push_back(n);
+  }
+  if (moved.empty()) return false;
+  return !reshape_layout(permuted, moved, target).has_value();
 }
 
 // An expand of a contiguous tensor (Layout::Broadcast): each dim it broadcasts (new, or

@@ -415,8 +415,21 @@ bool Builder::records_grad(const ForwardCall& c) const {
 // seqtrace30b st_levit_conv_128s: `v @ attn.transpose(-2, -1)` copied no N x N matrix.
 void Builder::copy_strided_inputs(ForwardCall& c) {
   if (!c.info || !c.info->contiguous_inputs) return;
-  for (auto& e : c.eff) {
-    if (e.tensor < 0 || e.block < 0 || layout_[e.tensor].empty()) continue;
+  for (size_t i = 0; i < c.eff.size(); ++i) {
+    auto& e = c.eff[i];
+    if (e.tensor < 0 || e.block < 0) continue;
+    // einsum's own rule decides where it knows the equation, contiguous operands too
+    // (seqtrace33 st_mvitv2_base: r_q of `byhwc,hkc->byhwk` permuted to [h, b, y, w, c]
+    // and reshaped to [h, b * y * w, c], a copy of q's size a block that the bmm keeps).
+    if (const auto copies = einsum_copies(c, i)) {
+      if (*copies) {
+        e.block = alloc(bytes_of(e.tensor, e.dtype), Category::Activations, c.k);
+        c.temps.push_back(e.block);
+        c.copied = true;
+      }
+      continue;
+    }
+    if (layout_[e.tensor].empty()) continue;
     const Tensor& t = g_.tensors[e.tensor];
     if (!t.shape || t.shape->size() < 3) continue;
     switch (bmm_operand(c, e.tensor)) {
@@ -432,6 +445,16 @@ void Builder::copy_strided_inputs(ForwardCall& c) {
         continue;
     }
   }
+}
+
+// Whether einsum copies input i (einsum_reshape_copies), or nullopt where that rule does
+// not decide (not an einsum, an equation it does not model, shapes unknown).
+std::optional<bool> Builder::einsum_copies(const ForwardCall& c, size_t i) const {
+  if (!c.info->einsum_operands || c.ins.size() != 2 || i > 1 || c.ins[0] < 0 || c.ins[1] < 0) return std::nullopt;
+  const auto& a = g_.tensors[c.ins[0]].shape;
+  const auto& b = g_.tensors[c.ins[1]].shape;
+  if (!a || !b || c.eff[i].tensor != c.ins[i]) return std::nullopt;
+  return einsum_reshape_copies(c.n.attr_string("equation", ""), i, *a, *b, layout_[c.ins[i]]);
 }
 
 // How bmm gets a strided operand of a MatMul whose operands are both batched alike.

@@ -171,6 +171,14 @@ std::vector<int8_t> narrow_layout(const Shape& in, const std::vector<int8_t>& la
 /// select's view (Layout::Select): the input's layout less dim `axis`, with a hole where it was
 /// unless it was the outermost in memory; {} when that is contiguous.
 std::vector<int8_t> select_layout(const Shape& in, const std::vector<int8_t>& layout, int64_t axis);
+/// Whether torch.einsum copies operand `which` (0 or 1) of a two-operand `equation`
+/// (shapes a and b, the operand's layout `layout`): sumproduct_pair permutes it to
+/// [labels of both operands and the output, labels of its own in the output, summed
+/// labels] (the right one: batch, summed, own) and reshapes that to 3-D, a copy where the
+/// permuted dims do not merge as a view. nullopt for an equation it does not model
+/// (an ellipsis, another operand count).
+std::optional<bool> einsum_reshape_copies(const std::string& equation, size_t which, const Shape& a, const Shape& b,
+                                          const std::vector<int8_t>& layout);
 /// An expand of a contiguous tensor from shape `in` to `out`: its broadcast dims (stride 0)
 /// with a hole on either side of each run of them; {} when nothing is broadcast.
 std::vector<int8_t> broadcast_layout(const Shape& in, const Shape& out);

@@ -118,6 +118,7 @@ class Builder : public StepMemory {
   void copy_strided_inputs(ForwardCall& c);
   enum class BmmOperand { Ready, Cloned, Copied };
   BmmOperand bmm_operand(const ForwardCall& c, int tensor) const;
+  std::optional<bool> einsum_copies(const ForwardCall& c, size_t i) const;
   DType output_dtype(const ForwardCall& c, int o) const;
   void allocate_outputs(ForwardCall& c);
   void hold_graph_output(ForwardCall& c, size_t j);

@@ -383,3 +383,68 @@ output y
   }
   CHECK(reshape == std::vector<int64_t>{1024});
 }
+
+TEST_CASE("layout: einsum copies an operand whose permute to [batch, kept, summed] does not merge") {
+  // sumproduct_pair (Linear.cpp): MViTv2's decomposed relative positions. In
+  // `byhwc,hkc->byhwk` r_q goes to [h | b, y, w | c]; b, y and w do not sit together in
+  // memory (h lies between y and w), so the reshape to [h, b * y * w, c] copies. In
+  // `byhwc,wkc->byhwk` it goes to [w | b, y, h | c], and b, y, h merge: a view.
+  const Expr b = Expr::symbol("batch");
+  const Shape q{b, Expr(2), Expr(7), Expr(7), Expr(96)};
+  const Shape rel{Expr(7), Expr(13), Expr(96)};
+  CHECK(einsum_reshape_copies("byhwc,hkc->byhwk", 0, q, rel, {}) == std::optional<bool>(true));
+  CHECK(einsum_reshape_copies("byhwc,wkc->byhwk", 0, q, rel, {}) == std::optional<bool>(false));
+  // The table, [h | c | k] as bmm's right operand: no merging, a view.
+  CHECK(einsum_reshape_copies("byhwc,hkc->byhwk", 1, q, rel, {}) == std::optional<bool>(false));
+  // A plain batched product, bij,bjk->bik: views both; with the left transposed in memory
+  // (layout {0, 2, 1}) still a view, bmm reads it transposed.
+  const Shape x{b, Expr(4), Expr(8)}, y{b, Expr(8), Expr(5)};
+  CHECK(einsum_reshape_copies("bij,bjk->bik", 0, x, y, {}) == std::optional<bool>(false));
+  CHECK(einsum_reshape_copies("bij,bjk->bik", 0, x, y, {0, 2, 1}) == std::optional<bool>(false));
+  // An ellipsis or three operands: not modelled.
+  CHECK_FALSE(einsum_reshape_copies("...ij,...jk->...ik", 0, x, y, {}).has_value());
+}
+
+TEST_CASE("layout: the einsum copy is allocated in forward and kept for the table's gradient") {
+  // q [batch, 1, 7, 7, 8] fp32 from a product (it needs a gradient; a second product keeps
+  // it, as MViTv2's attention keeps its q), a trained table [7, 13, 8]. At batch 2 q is
+  // 2 * 49 * 8 * 4 = 3,136 B: byhwc,hkc copies it (then the output, [2, 1, 7, 7, 13] fp32
+  // = 5,096 B); byhwc,wkc only makes its output.
+  auto einsum_blocks = [](const char* equation) {
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,1,7,7,8
+param s float32 8
+param rel float32 7,13,8
+node Mul x s -> q
+node Mul q s -> z
+node Einsum q rel -> y equation=")") + equation + R"("
+output y
+output z
+)";
+    AnalysisOptions o;
+    o.train.loss = Loss::Sum;
+    const Analysis a = analyze(read_text_graph(text), o);
+    const Estimate e = estimate(a, 2);
+    std::vector<int64_t> out;
+    for (const Event& ev : a.program.events) {
+      const Block& blk = a.program.blocks[ev.block];
+      if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
+      if (a.graph.nodes[blk.node].op == "Einsum" && blk.category == Category::Activations) {
+        out.push_back(blk.bytes.eval(e.bindings));
+      }
+    }
+    for (const PhasePeak& p : e.peak.phases) {
+      if (p.iter == 1 && p.phase == Phase::Forward) out.push_back(p.end);  // what forward leaves
+    }
+    return out;
+  };
+  const std::vector<int64_t> copied = einsum_blocks("byhwc,hkc->byhwk"), viewed = einsum_blocks("byhwc,wkc->byhwk");
+  REQUIRE(copied.size() == 3);
+  REQUIRE(viewed.size() == 2);
+  CHECK(copied[0] == 3136);
+  CHECK(copied[1] == 5096);
+  CHECK(viewed[0] == 5096);
+  // The copy is still held when forward ends (512-byte blocks: 3,136 B take 3,584).
+  CHECK(copied[2] - viewed[1] == 3584);
+}

@@ -147,7 +147,8 @@ const OpInfo kOps[] = {
      .grads = "AAA", .cublas = true, .sums_broadcast_grads = true,
      .note = "addmm; A and B kept for each other's gradient, C's is a reduction"},
     {.op = "Einsum", .family = kFamily, .shape = einsum, .autocast = Autocast::Lower,
-     .saved_if_other = bits({0, 1, 2, 3, 4, 5, 6, 7}), .grads = "A", .contiguous_inputs = true, .cublas = true,
+     .saved_if_other = bits({0, 1, 2, 3, 4, 5, 6, 7}), .grads = "A", .contiguous_inputs = true,
+     .einsum_operands = true, .cublas = true,
      .note = "runs as permutes and bmm; each operand kept for the others' gradients"},
 };
 

@@ -204,6 +204,10 @@ struct OpInfo {
   /// operand whose reshape is a view goes to cuBLAS as it is (simulate.cc bmm_operand);
   /// without it every strided operand of rank >= 3 is copied (einsum's permutes).
   bool bmm_operands = false;
+  /// torch.einsum's pairwise contraction (Linear.cpp sumproduct_pair): each operand is
+  /// permuted to [batch, kept, summed] labels and reshaped to 3-D for bmm; an operand
+  /// whose reshape cannot be a view is copied, contiguous or not (einsum_reshape_copies).
+  bool einsum_operands = false;
   /// Runs on cuBLAS: the first call on a thread creates that thread's workspace; with
   /// a bias input (addmm's epilogue) cuBLASLt's workspace too.
   bool cublas = false;
