@@ -55,6 +55,14 @@ std::vector<int64_t> asymmetric_pads(const Graph& g, const Node& n) {
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") return {};
   const auto pads = auto_pad == "NOTSET" ? n.attr_ints("pads") : same_pads(g, n, auto_pad);
+  // timm's pad_same by zeros (dynamo_repair.h mark_same_pad_copy): a Pad of nothing, a copy.
+  if (n.attr_int("same_pad_copy", 0) == 1) {
+    size_t axes = pads.size() / 2;
+    if (n.has_input(1) && g.tensors[n.inputs[1]].shape && g.tensors[n.inputs[1]].shape->size() > 2) {
+      axes = g.tensors[n.inputs[1]].shape->size() - 2;
+    }
+    return axes > 0 ? std::vector<int64_t>(2 * axes, 0) : std::vector<int64_t>{};
+  }
   if (pads.empty() || pads.size() % 2 != 0) return {};
   const size_t axes = pads.size() / 2;
   for (size_t i = 0; i < axes; ++i) {

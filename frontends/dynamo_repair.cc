@@ -355,4 +355,37 @@ void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_nod
   conv.attrs["call_pads"] = std::move(a);
 }
 
+// timm's Conv2dSame family (Conv2dSame, StdConv2dSame, ScaledStdConv2dSame) pads with
+// F.pad before every call (pad_same), and aten's constant_pad_nd returns a clone when no pad
+// is positive: a 1x1 stride-2 layer on an even map pads by 0 and still copies its input,
+// the copy being what the convolution keeps (seqtrace33 st_vit_small_r26_s32_384: three
+// downsample inputs, 132 MB). torch.export drops a pad of zeros from the graph; the legacy
+// exporter keeps the Pad. The class of the convolution's own module, from the namespace
+// ("... /<module>: <class>/<call>: aten.conv2d.default"), marks such a layer for
+// explicit_pads.cc, which puts the copy back.
+void mark_same_pad_copy(Node& conv, std::string_view ns) {
+  if (conv.attr("call_pads")) return;  // a folded Pad of its own: explicit_pads splits it
+  const size_t call = ns.rfind('/');
+  if (call == std::string_view::npos) return;
+  const size_t module = ns.rfind('/', call - 1);
+  const std::string_view scope = ns.substr(module == std::string_view::npos ? 0 : module + 1, call - module - 1);
+  constexpr std::string_view kSame = "Conv2dSame";
+  if (scope.size() < kSame.size() || scope.substr(scope.size() - kSame.size()) != kSame) return;
+  for (int64_t p : conv.attr_ints("pads")) {
+    if (p != 0) return;
+  }
+  // Only where the padding is dynamic (timm's is_static_pad: stride 1 and an even
+  // dilation * (kernel - 1) pad statically, inside the convolution, and never call F.pad).
+  const std::vector<int64_t> kernel = conv.attr_ints("kernel_shape");
+  const std::vector<int64_t> strides = conv.attr_ints("strides", std::vector<int64_t>(kernel.size(), 1));
+  const std::vector<int64_t> dilations = conv.attr_ints("dilations", std::vector<int64_t>(kernel.size(), 1));
+  if (kernel.empty() || strides.size() != kernel.size() || dilations.size() != kernel.size()) return;
+  bool dynamic = false;
+  for (size_t i = 0; i < kernel.size(); ++i) dynamic |= strides[i] != 1 || (dilations[i] * (kernel[i] - 1)) % 2 != 0;
+  if (!dynamic) return;
+  Attribute a;
+  a.i = 1;
+  conv.attrs["same_pad_copy"] = std::move(a);
+}
+
 }  // namespace memest

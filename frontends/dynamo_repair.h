@@ -117,6 +117,11 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
 /// `rules`: the node's "pkg.onnxscript.rewriter.rule_name"; `fx_node`: its FX call.
 void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_node);
 
+/// A Conv of timm's Conv2dSame family (the class of its own module, from the dynamo
+/// exporter's `namespace`) with no padding in the file gets "same_pad_copy": pad_same's
+/// F.pad by zeros clones the input (constant_pad_nd), a copy torch.export drops.
+void mark_same_pad_copy(Node& conv, std::string_view ns);
+
 /// A node of F.rms_norm's decomposition (its stack trace ends in the call) gets
 /// "from_rms_norm", for fuse.cc's rms_norm. `trace`: its "pkg.torch.onnx.stack_trace".
 void mark_rms_norm(Node& node, std::string_view trace);

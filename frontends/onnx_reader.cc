@@ -510,6 +510,7 @@ class Lowering {
     if (!n.metadata.empty() && node.op == "Conv") {
       mark_folded_pad(node, node_metadata(n, "pkg.onnxscript.rewriter.rule_name"),
                       node_metadata(n, "pkg.torch.onnx.fx_node"));
+      mark_same_pad_copy(node, ns);
     }
     if (!trace.empty()) mark_rms_norm(node, trace);
     // Before restore_batch_norm, which appends a node and so may move `node`.

@@ -4,6 +4,7 @@
 #include "estimator/analysis.h"
 #include "estimator/explicit_pads.h"
 #include "estimator/ops/registry.h"
+#include "frontends/dynamo_repair.h"
 #include "frontends/text_reader.h"
 #include "ops_test_util.h"
 
@@ -227,4 +228,54 @@ output y
   CHECK(saved_by_pad("reflect") == 512);
   CHECK(saved_by_pad("edge") == 512);
   CHECK(saved_by_pad("constant") == 0);
+}
+
+TEST_CASE("explicit pads: timm's pad_same by zeros before a stride-2 1x1 layer is a copy the layer keeps") {
+  // constant_pad_nd returns a clone when no pad is positive; torch.export drops such a
+  // Pad, and the reader marks a Conv2dSame-family layer with no padding (same_pad_copy).
+  // x [batch, 8, 6, 6] fp32 at batch 2: the copy is 2 * 8 * 36 * 4 = 2,304 B (2,560
+  // allocated), and it, not x, is what the layer keeps for its weight's gradient.
+  const char* text = R"(
+opset 18
+input x float32 batch,8,6,6
+param w float32 16,8,1,1
+param s float32 8,1,1
+node Mul x s -> h @pre
+node Conv h w -> y kernel_shape=1,1 pads=0,0,0,0 strides=2,2 same_pad_copy=1 @down
+output y
+)";
+  Graph g = read_text_graph(text);
+  CHECK(split_asymmetric_pads(g) == 1);
+  const Node& conv = g.nodes[g.tensors[g.find_tensor("y")].producer];
+  const Node& pad = g.nodes[g.tensors[conv.inputs[0]].producer];
+  CHECK(pad.op == "Pad");
+  CHECK(pad.inputs[0] == g.find_tensor("h"));
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  const Analysis a = analyze(read_text_graph(text), o);
+  const Estimate e = estimate(a, 2);
+  CHECK(forward_bytes(a, e, "down", "Pad") == 2304);
+}
+
+TEST_CASE("explicit pads: the reader marks a Conv2dSame-family layer whose padding is dynamic") {
+  // The namespace as the dynamo exporter writes it, the conv's own module last.
+  const std::string ns =
+      ": timm.models.resnetv2.ResNetV2/stages.0.blocks.0.downsample.conv: timm.layers.std_conv.StdConv2dSame/"
+      "conv2d_1: aten.conv2d.default";
+  auto conv = [](const std::string& attrs) {
+    Graph g = read_text_graph("opset 18\ninput x float32 2,8,6,6\nparam w float32 16,8,1,1\nnode Conv x w -> y " +
+                              attrs + "\noutput y\n");
+    return g.nodes[0];
+  };
+  Node strided = conv("kernel_shape=1,1 pads=0,0,0,0 strides=2,2");
+  mark_same_pad_copy(strided, ns);
+  CHECK(strided.attr_int("same_pad_copy", 0) == 1);
+  // At stride 1 a 1x1 layer pads statically (timm's is_static_pad): F.pad is never called.
+  Node plain = conv("kernel_shape=1,1 pads=0,0,0,0 strides=1,1");
+  mark_same_pad_copy(plain, ns);
+  CHECK(plain.attr_int("same_pad_copy", 0) == 0);
+  // Another class: nothing.
+  Node other = conv("kernel_shape=1,1 pads=0,0,0,0 strides=2,2");
+  mark_same_pad_copy(other, ": m.Net/down: torch.nn.modules.conv.Conv2d/conv2d: aten.conv2d.default");
+  CHECK(other.attr_int("same_pad_copy", 0) == 0);
 }
