@@ -272,7 +272,7 @@ void Fuser::weight_reorder(int k) {
 // FX node in their namespace (Node::call): GELU's tanh form becomes Mul, Pow, Add,
 // Tanh... which eager PyTorch runs as one kernel saving only x. The nodes of the call
 // must read one activation (and scalar constants) and hand one tensor on.
-void Fuser::aten_call(const std::vector<int>& nodes, const char* op) {
+void Fuser::aten_call(const std::vector<int>& nodes, const char* op, bool initializers_aside) {
   std::vector<int> made;
   for (int k : nodes) {
     for (int o : g_.nodes[k].outputs) {
@@ -284,6 +284,7 @@ void Fuser::aten_call(const std::vector<int>& nodes, const char* op) {
   for (int k : nodes) {
     for (int in : g_.nodes[k].inputs) {
       if (in < 0 || inside(in) || is_scalar_const(in)) continue;
+      if (initializers_aside && T(in).producer < 0 && T(in).kind != TensorKind::Input) continue;
       if (x >= 0 && in != x) return;
       x = in;
     }
@@ -757,6 +758,25 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     for (const auto& nodes : by_call) {
       if (nodes.size() > 1) f.aten_call(nodes, "Gelu");
     }
+  }
+  // torch.nn's upsampling modules as the one interpolation they run (the dynamo exporter
+  // writes linear modes as gathers and a lerp: rnd37_70, a 1-D net, +48.9% where its
+  // legacy export, a Resize, was exact; seqtrace33b). A run of the module's nodes, its
+  // index and weight tables (initializers) aside, folds when one tensor enters it and one
+  // leaves.
+  {
+    std::vector<int> run;
+    auto flush = [&] {
+      if (run.size() > 1) f.aten_call(run, "Interpolate", true);
+      run.clear();
+    };
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
+      if (n.dead || n.attr_int("upsample_module", 0) != 1) continue;
+      if (!run.empty() && g.nodes[run.back()].module != n.module) flush();
+      run.push_back(static_cast<int>(k));
+    }
+    flush();
   }
   for (int k : mean) f.rms_norm(k);
   for (int k : mean) f.layer_norm(k);

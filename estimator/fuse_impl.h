@@ -181,7 +181,7 @@ class Fuser {
   /// The TorchScript exporter's F.gelu(approximate="tanh") at opsets below 20, from its Tanh.
   void gelu_tanh(int k);
   void weight_reorder(int k);
-  void aten_call(const std::vector<int>& nodes, const char* op);
+  void aten_call(const std::vector<int>& nodes, const char* op, bool initializers_aside = false);
   void layer_norm(int k);
   void group_norm(int k);
   void slice_assign(int k);

@@ -388,4 +388,19 @@ void mark_same_pad_copy(Node& conv, std::string_view ns) {
   conv.attrs["same_pad_copy"] = std::move(a);
 }
 
+// torch.nn's upsampling modules (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d) run
+// one aten upsample kernel, which autocast runs in float32 and whose backward reads
+// nothing; torch.export decomposes the linear modes into index gathers and a lerp (Sub,
+// Mul, Add). The nodes of such a module are marked for fuse.cc, which folds them back.
+void mark_upsample_module(Node& node, std::string_view ns) {
+  const size_t call = ns.rfind('/');
+  if (call == std::string_view::npos) return;
+  const size_t module = ns.rfind('/', call - 1);
+  const std::string_view scope = ns.substr(module == std::string_view::npos ? 0 : module + 1, call - module - 1);
+  if (scope.find(": torch.nn.modules.upsampling.") == std::string_view::npos) return;
+  Attribute a;
+  a.i = 1;
+  node.attrs["upsample_module"] = std::move(a);
+}
+
 }  // namespace memest

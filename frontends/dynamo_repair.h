@@ -122,6 +122,11 @@ void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_nod
 /// F.pad by zeros clones the input (constant_pad_nd), a copy torch.export drops.
 void mark_same_pad_copy(Node& conv, std::string_view ns);
 
+/// A node inside one of torch.nn's upsampling modules (the class of its own module, from
+/// the namespace) gets "upsample_module", for the fusion pass to fold the module's nodes
+/// into the one interpolation PyTorch runs.
+void mark_upsample_module(Node& node, std::string_view ns);
+
 /// A node of F.rms_norm's decomposition (its stack trace ends in the call) gets
 /// "from_rms_norm", for fuse.cc's rms_norm. `trace`: its "pkg.torch.onnx.stack_trace".
 void mark_rms_norm(Node& node, std::string_view trace);

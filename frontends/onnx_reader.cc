@@ -512,6 +512,7 @@ class Lowering {
                       node_metadata(n, "pkg.torch.onnx.fx_node"));
       mark_same_pad_copy(node, ns);
     }
+    if (!ns.empty()) mark_upsample_module(node, ns);
     if (!trace.empty()) mark_rms_norm(node, trace);
     // Before restore_batch_norm, which appends a node and so may move `node`.
     if (!n.metadata.empty() && node.op == "BatchNormalization") mark_training_batch_norm(node, namespace_op(ns));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "estimator/analysis.h"
+#include "frontends/dynamo_repair.h"
 #include "frontends/text_reader.h"
 #include "tests/simulate_test_util.h"
 
@@ -767,4 +768,54 @@ output y
   CHECK(product_bytes(a, 4) == 1024);
   CHECK(product_bytes(b, 4) == 1024);
   CHECK(product_bytes(c, 4) == 512);
+}
+
+TEST_CASE("an upsampling module the dynamo exporter decomposed is one Interpolate, fp32 under autocast") {
+  // nn.Upsample(scale_factor=2, mode="linear") through torch.export: two index gathers,
+  // then a lerp by a table of weights; the reader marks the module's nodes
+  // (upsample_module, frontends/dynamo_repair.cc). PyTorch runs one upsample_linear1d,
+  // on autocast's fp32 list, keeping nothing: x [batch, 4, 8] -> [batch, 4, 16], fp32 =
+  // 2 * 4 * 16 * 4 = 512 B at batch 2 (the decomposition's Mul kept its fp32 operand).
+  const char* text = R"(
+opset 18
+input x float32 batch,4,8
+param w float32 4,4,1
+const i0 int64 16 = 0,0,0,1,1,2,2,3,3,4,4,5,5,6,6,7
+const i1 int64 16 = 0,1,1,2,2,3,3,4,4,5,5,6,6,7,7,7
+const lam float32 16 = 0,0.25,0.75,0.25,0.75,0.25,0.75,0.25,0.75,0.25,0.75,0.25,0.75,0.25,0.75,0
+node Conv x w -> h @conv
+node Gather h i0 -> a axis=2 upsample_module=1 @up
+node Gather h i1 -> b axis=2 upsample_module=1 @up
+node Sub b a -> d upsample_module=1 @up
+node Mul d lam -> m upsample_module=1 @up
+node Add a m -> y upsample_module=1 @up
+node Relu y -> r @act
+output r
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  cfg.amp = Amp::FP16;
+  const Analysis a = analyze_text(text, cfg);
+  const auto ops = live_ops(a);
+  CHECK(ops.at("Interpolate") == 1);
+  CHECK(ops.count("Gather") == 0);
+  CHECK(ops.count("Mul") == 0);
+  const Estimate e = estimate(a, 2);
+  std::vector<int64_t> up;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0) continue;
+    if (a.graph.nodes[b.node].op == "Interpolate" && b.category == Category::Activations) up.push_back(b.bytes.eval(e.bindings));
+  }
+  // The fp32 copy of the half conv output autocast makes (2 * 4 * 8 * 4 = 256 B), then the output.
+  CHECK(up == std::vector<int64_t>{256, 512});
+}
+
+TEST_CASE("the reader marks the nodes of torch.nn's upsampling modules, and no other") {
+  Node n;
+  mark_upsample_module(n, ": m.Net/features.0: torch.nn.modules.upsampling.Upsample/sub_4: aten.sub.Tensor");
+  CHECK(n.attr_int("upsample_module", 0) == 1);
+  Node other;
+  mark_upsample_module(other, ": m.Net/features.1: torch.nn.modules.conv.Conv1d/conv1d: aten.conv1d.default");
+  CHECK(other.attr_int("upsample_module", 0) == 0);
 }
