@@ -801,12 +801,9 @@ output r
   CHECK(ops.count("Gather") == 0);
   CHECK(ops.count("Mul") == 0);
   const Estimate e = estimate(a, 2);
-  std::vector<int64_t> up;
-  for (const Event& ev : a.program.events) {
-    const Block& b = a.program.blocks[ev.block];
-    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0) continue;
-    if (a.graph.nodes[b.node].op == "Interpolate" && b.category == Category::Activations) up.push_back(b.bytes.eval(e.bindings));
-  }
+  const auto up = testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block& b) {
+    return n.op == "Interpolate" && b.category == Category::Activations;
+  });
   // The fp32 copy of the half conv output autocast makes (2 * 4 * 8 * 4 = 256 B), then the output.
   CHECK(up == std::vector<int64_t>{256, 512});
 }

@@ -11,6 +11,7 @@
 #include "estimator/simulate.h"
 #include "frontends/text_reader.h"
 #include "ops_test_util.h"
+#include "tests/simulate_test_util.h"
 
 using namespace memest;
 
@@ -375,12 +376,7 @@ output y
   o.train.loss = Loss::Sum;
   const Analysis a = analyze(read_text_graph(text), o);
   const Estimate e = estimate(a, 2);
-  std::vector<int64_t> reshape;
-  for (const Event& ev : a.program.events) {
-    const Block& blk = a.program.blocks[ev.block];
-    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
-    if (a.graph.nodes[blk.node].op == "Reshape") reshape.push_back(blk.bytes.eval(e.bindings));
-  }
+  const auto reshape = testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block&) { return n.op == "Reshape"; });
   CHECK(reshape == std::vector<int64_t>{1024});
 }
 
@@ -426,14 +422,9 @@ output z
     o.train.loss = Loss::Sum;
     const Analysis a = analyze(read_text_graph(text), o);
     const Estimate e = estimate(a, 2);
-    std::vector<int64_t> out;
-    for (const Event& ev : a.program.events) {
-      const Block& blk = a.program.blocks[ev.block];
-      if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
-      if (a.graph.nodes[blk.node].op == "Einsum" && blk.category == Category::Activations) {
-        out.push_back(blk.bytes.eval(e.bindings));
-      }
-    }
+    std::vector<int64_t> out = testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block& b) {
+      return n.op == "Einsum" && b.category == Category::Activations;
+    });
     for (const PhasePeak& p : e.peak.phases) {
       if (p.iter == 1 && p.phase == Phase::Forward) out.push_back(p.end);  // what forward leaves
     }

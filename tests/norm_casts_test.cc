@@ -213,11 +213,6 @@ output out
   o.train.amp = Amp::FP16;
   const Analysis a = analyze(read_text_graph(text), o);
   const Estimate e = estimate(a, 2);
-  std::vector<int64_t> mul;
-  for (const Event& ev : a.program.events) {
-    const Block& blk = a.program.blocks[ev.block];
-    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || blk.node < 0) continue;
-    if (a.graph.nodes[blk.node].op == "Mul") mul.push_back(blk.bytes.eval(e.bindings));
-  }
+  const auto mul = testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block&) { return n.op == "Mul"; });
   CHECK(mul == std::vector<int64_t>{16});
 }
