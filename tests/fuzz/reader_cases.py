@@ -299,6 +299,18 @@ case("attr_strings", simple(nodes=[node("Relu", ["x"], ["y"], attrs=[attr("a", 8
 case("attr_dup_names", simple(nodes=[node("Relu", ["x"], ["y"], attrs=[a_int("k", 1), a_int("k", 2), a_float("k", 3)])], inits=()))
 case("attr_graph", simple(nodes=[node("If", ["x"], ["y"], name="if", attrs=[attr("then_branch", 5, ld(6, graph([])))])], inits=()))
 case("attr_graphs", simple(nodes=[node("Loop", ["x"], ["y"], attrs=[attr("bodies", 10)])], inits=()))
+# symbolic_opset11.squeeze's If: then Squeeze(x, axes) with axes a Constant, else Identity(x),
+# lowered by both readers to memest::SqueezeIf(x, cond); with raw or int64_data axes, and
+# an else branch that is not an Identity (left an If).
+for sq_name, axes_t, else_op in [("if_squeeze_raw", tensor("", 7, [1], raw=i64s(1)), "Identity"),
+                                 ("if_squeeze_int64_data", tensor("", 7, [1], extra=vf(7, 1)), "Identity"),
+                                 ("if_squeeze_other_else", tensor("", 7, [1], raw=i64s(1)), "Relu")]:
+    then_g = graph([node("Constant", [], ["ax"], attrs=[attr("value", 4, ld(5, axes_t))]),
+                    node("Squeeze", ["x", "ax"], ["sq"])], outputs=[value_info("sq")])
+    else_g = graph([node(else_op, ["x"], ["id"])], outputs=[value_info("id")])
+    case(sq_name, simple(nodes=[node("If", ["c"], ["y"], name="if",
+                                     attrs=[attr("then_branch", 5, ld(6, then_g)), attr("else_branch", 5, ld(6, else_g))])],
+                         inputs=(X, vi_tensor("c", 9, [])), inits=()))
 case("attr_graph_corrupt", simple(nodes=[node("If", ["x"], ["y"], attrs=[attr("then_branch", 5, ld(6, ld(1, b"\x0a\x05ab")))])],
                                   inits=()))
 T = 4

@@ -338,6 +338,62 @@ class Lowering {
   }
 
   // Lowers one node; `prefix` and `rename` serve function inlining.
+  // symbolic_opset11.squeeze's If (frontends/squeeze_if.h), read from the protobuf: the
+  // squeezed tensor's name and the axis, or nullopt.
+  static std::optional<std::pair<std::string, int64_t>> dynamic_squeeze(const onnx::NodeProto& n) {
+    if (n.input_size() != 1 || n.output_size() != 1) return std::nullopt;
+    const onnx::GraphProto* then_g = nullptr;
+    const onnx::GraphProto* else_g = nullptr;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "then_branch" && a.has_g()) then_g = &a.g();
+      if (a.name() == "else_branch" && a.has_g()) else_g = &a.g();
+    }
+    if (!then_g || !else_g || then_g->output_size() != 1 || else_g->output_size() != 1 || else_g->node_size() != 1 ||
+        then_g->node_size() > 2) {
+      return std::nullopt;
+    }
+    auto plain = [](const onnx::NodeProto& x) { return x.domain().empty() || x.domain() == "ai.onnx"; };
+    const onnx::NodeProto& id = else_g->node(0);
+    if (id.op_type() != "Identity" || !plain(id) || id.input_size() != 1 || id.output_size() != 1 ||
+        id.output(0) != else_g->output(0).name()) {
+      return std::nullopt;
+    }
+    auto maker = [&](const std::string& name) -> const onnx::NodeProto* {
+      for (const auto& x : then_g->node()) {
+        for (const auto& o : x.output()) {
+          if (o == name) return &x;
+        }
+      }
+      return nullptr;
+    };
+    const onnx::NodeProto* sq = maker(then_g->output(0).name());
+    if (!sq || sq->op_type() != "Squeeze" || !plain(*sq) || sq->input_size() < 1 || sq->input(0) != id.input(0)) {
+      return std::nullopt;
+    }
+    std::optional<int64_t> axis;
+    if (sq->input_size() == 2) {
+      const onnx::NodeProto* c = maker(sq->input(1));
+      if (!c || c->op_type() != "Constant" || !plain(*c)) return std::nullopt;
+      for (const auto& a : c->attribute()) {
+        if (a.name() == "value_ints" && a.ints_size() == 1) axis = a.ints(0);
+        if (a.name() != "value" || !a.has_t()) continue;
+        const onnx::TensorProto& t = a.t();
+        if (t.int64_data_size() == 1) axis = t.int64_data(0);
+        if (t.raw_data().size() == 8) {
+          int64_t v;
+          std::memcpy(&v, t.raw_data().data(), 8);
+          axis = v;
+        }
+      }
+    } else {
+      for (const auto& a : sq->attribute()) {
+        if (a.name() == "axes" && a.ints_size() == 1) axis = a.ints(0);
+      }
+    }
+    if (!axis) return std::nullopt;
+    return std::make_pair(id.input(0), *axis);
+  }
+
   void lower_node(onnx::NodeProto& n, const std::string& prefix,
                   const std::unordered_map<std::string, std::string>& rename, const std::string& outer_module) {
     auto map_name = [&](const std::string& s) -> std::string {
@@ -352,6 +408,25 @@ class Lowering {
       auto fn = functions_.find(dom + "::" + n.op_type());
       if (fn != functions_.end() && depth_ < 16) {
         inline_function(*fn->second, n, map_name, outer_module);
+        return;
+      }
+    }
+    if (n.op_type() == "If" && dom.empty()) {
+      if (const auto sq = dynamic_squeeze(n)) {
+        onnx::NodeProto m;
+        m.set_name(n.name());
+        m.set_op_type("SqueezeIf");
+        m.set_domain("memest");
+        m.add_input(sq->first);
+        m.add_input(n.input(0));
+        m.add_output(n.output(0));
+        // The metadata (NodeProto field 9, unknown to this onnx's schema) goes along.
+        m.GetReflection()->MutableUnknownFields(&m)->MergeFrom(n.GetReflection()->GetUnknownFields(n));
+        onnx::AttributeProto* axes = m.add_attribute();
+        axes->set_name("axes");
+        axes->set_type(onnx::AttributeProto::INTS);
+        axes->add_ints(sq->second);
+        lower_node(m, prefix, rename, outer_module);
         return;
       }
     }
@@ -402,9 +477,9 @@ class Lowering {
     node.attrs.reserve(static_cast<size_t>(n.attribute_size()));
     for (auto& a : *n.mutable_attribute()) {
       Attribute attr = lower_attribute(a, g_.file);
-      if (attr.kind == Attribute::Graph) {
-        g_.warn("node '" + (n.name().empty() ? n.op_type() : n.name()) + "' (" + n.op_type() +
-                ") holds a subgraph; memest does not look inside it");
+      if (attr.kind == Attribute::Graph && subgraph_ops_.insert(n.op_type()).second) {
+        g_.warn(n.op_type() + " nodes hold subgraphs (the first: '" + (n.name().empty() ? n.op_type() : n.name()) +
+                "'); memest does not look inside them");
       }
       node.attrs.emplace(a.name(), std::move(attr));
     }
@@ -452,6 +527,7 @@ class Lowering {
   ScopeCache scopes_;
   PyStackReader stacks_{g_.python};
   int depth_ = 0;
+  std::set<std::string> subgraph_ops_;  // op types whose subgraphs were warned of
   int inlined_ = 0;
 };
 
