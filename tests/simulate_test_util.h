@@ -1,6 +1,7 @@
 // Helpers shared by the simulator's tests (simulate_test.cc, inplace_test.cc).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ inline Analysis analyze_text(const char* text, TrainConfig cfg) {
   AnalysisOptions o;
   o.train = cfg;
   return analyze(read_text_graph(text), o);
+}
+
+/// The live ops of the analysed graph, by type, without the loss memest appends.
+inline std::map<std::string, int> live_ops(const Analysis& a) {
+  std::map<std::string, int> ops;
+  for (const Node& n : a.graph.nodes) {
+    if (!n.dead && n.op != "SumLoss") ++ops[n.op];
+  }
+  return ops;
 }
 
 /// The text graph analyzed for a step whose loss is the sum of the outputs (the
