@@ -477,6 +477,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
   // each pass visits are found in one walk over the graph (a walk per pass read
   // every Node four times, a cache miss each on a large graph).
   std::vector<int> erf, tanh, softplus, sigmoid, softmax, matmul, concat, instance_norm, mean, scatter, batch_norm, sqrt;
+  std::vector<int> upsample;  // nodes of torch.nn's upsampling modules (the reader marks them)
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     if (n.dead) continue;
@@ -492,6 +493,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
     if (n.op == "ScatterND") scatter.push_back(static_cast<int>(k));
     if (n.op == "BatchNormalization") batch_norm.push_back(static_cast<int>(k));
     if (n.op == "Sqrt") sqrt.push_back(static_cast<int>(k));
+    if (n.attr_int("upsample_module", 0) == 1) upsample.push_back(static_cast<int>(k));
   }
   for (int k : batch_norm) f.batch_stats(k);
   for (int k : scatter) f.slice_assign(k);
@@ -521,11 +523,11 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
       if (run.size() > 1) f.aten_call(run, "Interpolate", true);
       run.clear();
     };
-    for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (int k : upsample) {
       const Node& n = g.nodes[k];
-      if (n.dead || n.attr_int("upsample_module", 0) != 1) continue;
+      if (n.dead) continue;
       if (!run.empty() && g.nodes[run.back()].module != n.module) flush();
-      run.push_back(static_cast<int>(k));
+      run.push_back(k);
     }
     flush();
   }

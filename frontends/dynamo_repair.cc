@@ -355,6 +355,18 @@ void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_nod
   conv.attrs["call_pads"] = std::move(a);
 }
 
+// The "<module>: <class>" part of a dynamo namespace that names the node's own module
+// (the one before its aten call), or "" when there is none.
+namespace {
+std::string_view own_module_scope(std::string_view ns) {
+  const size_t call = ns.rfind('/');
+  if (call == std::string_view::npos || call == 0) return {};
+  const size_t module = ns.rfind('/', call - 1);
+  const size_t start = module == std::string_view::npos ? 0 : module + 1;
+  return ns.substr(start, call - start);
+}
+}  // namespace
+
 // timm's Conv2dSame family (Conv2dSame, StdConv2dSame, ScaledStdConv2dSame) pads with
 // F.pad before every call (pad_same), and aten's constant_pad_nd returns a clone when no pad
 // is positive: a 1x1 stride-2 layer on an even map pads by 0 and still copies its input,
@@ -365,10 +377,7 @@ void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_nod
 // explicit_pads.cc, which puts the copy back.
 void mark_same_pad_copy(Node& conv, std::string_view ns) {
   if (conv.attr("call_pads")) return;  // a folded Pad of its own: explicit_pads splits it
-  const size_t call = ns.rfind('/');
-  if (call == std::string_view::npos) return;
-  const size_t module = ns.rfind('/', call - 1);
-  const std::string_view scope = ns.substr(module == std::string_view::npos ? 0 : module + 1, call - module - 1);
+  const std::string_view scope = own_module_scope(ns);
   constexpr std::string_view kSame = "Conv2dSame";
   if (scope.size() < kSame.size() || scope.substr(scope.size() - kSame.size()) != kSame) return;
   for (int64_t p : conv.attr_ints("pads")) {
@@ -393,10 +402,7 @@ void mark_same_pad_copy(Node& conv, std::string_view ns) {
 // nothing; torch.export decomposes the linear modes into index gathers and a lerp (Sub,
 // Mul, Add). The nodes of such a module are marked for fuse.cc, which folds them back.
 void mark_upsample_module(Node& node, std::string_view ns) {
-  const size_t call = ns.rfind('/');
-  if (call == std::string_view::npos) return;
-  const size_t module = ns.rfind('/', call - 1);
-  const std::string_view scope = ns.substr(module == std::string_view::npos ? 0 : module + 1, call - module - 1);
+  const std::string_view scope = own_module_scope(ns);
   if (scope.find(": torch.nn.modules.upsampling.") == std::string_view::npos) return;
   Attribute a;
   a.i = 1;
