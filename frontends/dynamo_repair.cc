@@ -23,6 +23,54 @@ bool may_hide_batch_norm(std::string_view op) {
   return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul";
 }
 
+namespace {
+
+std::string_view last_component(std::string_view module) {
+  const size_t dot = module.rfind('.');
+  return dot == std::string_view::npos ? module : module.substr(dot + 1);
+}
+
+// A statement like `s` (the same names assigned) but of its own: where `s` is, marked.
+int twin_statement(PySource& py, int s) {
+  const std::string where = py.statements[static_cast<size_t>(s)].where + " (the layer before)";
+  for (size_t i = 0; i < py.statements.size(); ++i) {
+    if (py.statements[i].where == where) return static_cast<int>(i);
+  }
+  PyStatement twin = py.statements[static_cast<size_t>(s)];
+  twin.where = where;
+  twin.code = "(the layer folded into: " + twin.code + ")";
+  py.statements.push_back(std::move(twin));
+  return static_cast<int>(py.statements.size()) - 1;
+}
+
+}  // namespace
+
+// The folded layer carries the BatchNorm's stack. Where the BatchNorm's caller called it
+// by name in a statement that does not call the layer (`out = self.bn1(out)`, with
+// `out = self.conv1(x)` the line above: torchvision's Bottleneck), the layer ran in a
+// statement of its own before it; read as the BatchNorm's, a local the layer's statement
+// rebinds (the previous `out`) would stay bound until the BatchNorm returned, one
+// statement late (a frozen ResNet-50's forward; seqtrace33c). The layer gets the caller's
+// frames down to that call, whose statement becomes a twin assigning the same names. A
+// Sequential's `input = module(input)` or a nested `self.bn(self.conv(x))` runs both in
+// one statement: left as read.
+void give_layer_its_statement(Graph& g, Node& layer, std::string_view bn_module) {
+  if (layer.py_stack < 0 || bn_module.empty()) return;
+  const std::string call = "." + std::string(last_component(bn_module)) + "(";
+  const std::string layer_call = "." + std::string(last_component(layer.module)) + "(";
+  const std::vector<PyFrame> stack = g.python.stacks[static_cast<size_t>(layer.py_stack)];
+  for (size_t i = stack.size(); i-- > 0;) {
+    const PyStatement& s = g.python.statements[static_cast<size_t>(stack[i].statement)];
+    if (s.code.find(call) == std::string::npos) continue;
+    if (!s.binds || s.continuation || s.code.find(layer_call) != std::string::npos) return;
+    std::vector<PyFrame> own(stack.begin(), stack.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    own.back().statement = twin_statement(g.python, stack[i].statement);
+    layer.py_stack = static_cast<int>(g.python.stacks.size());
+    g.python.stacks.push_back(std::move(own));
+    return;
+  }
+}
+
 bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::vector<int>& statistics) {
   if (!(origin_op.starts_with("aten._native_batch_norm_legit") || origin_op.starts_with("aten.batch_norm") ||
         origin_op.starts_with("aten.native_batch_norm") || origin_op.starts_with("aten.cudnn_batch_norm"))) {
@@ -95,6 +143,7 @@ bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::ve
   g.tensors[mid].consumers.push_back(layer + 1);
   g.tensors[out].producer = layer + 1;
   g.nodes.push_back(std::move(bn));
+  give_layer_its_statement(g, g.nodes[layer], bn_module);
   return true;
 }
 

@@ -61,6 +61,11 @@ bool may_hide_batch_norm(std::string_view op);
 /// resnet18 from such a file was 38% under without it.
 bool restore_batch_norm(Graph& g, int layer, std::string_view origin_op, std::vector<int>& statistics);
 
+/// The folded layer's Python stack when the BatchNorm's caller called the BatchNorm in a
+/// statement of its own (`out = self.bn1(out)`): the caller's frames with that statement's
+/// twin (the same names assigned), so the layer runs in a statement before the BatchNorm's.
+void give_layer_its_statement(Graph& g, Node& layer, std::string_view bn_module);
+
 /// A BatchNormalization the exporter kept (one that follows no Conv or Linear: after a
 /// Concat, timm's BatchNormAct2d on a mixed block) comes from
 /// aten._native_batch_norm_legit_functional, training mode, but carries no

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "estimator/analysis.h"
+#include "estimator/frames.h"
 #include "frontends/dynamo_repair.h"
 #include "frontends/merged_initializers.h"
 #include "frontends/onnx_reader.h"
@@ -161,6 +162,68 @@ output y
   // Exported in eval mode: the BatchNorm comes back in inference mode, and memest says so.
   const Analysis eval = analyze(read_onnx_bytes(graph("aten._native_batch_norm_legit_no_training.default"), "m.onnx"), o);
   CHECK(eval.inference_export);
+}
+
+TEST_CASE("dynamo export: a layer folded into a BatchNorm called in a statement of its own runs in its own") {
+  // torchvision's Bottleneck, exported with both BatchNorms folded into their Convs; each
+  // Conv carries its BatchNorm's stack:
+  //   out = self.conv1(x)    # b.py:10   (no node says so)
+  //   out = self.bn1(out)    # b.py:11
+  //   out = self.relu(out)   # b.py:12
+  //   out = self.conv2(out)  # b.py:13
+  //   out = self.bn2(out)    # b.py:14
+  //   return self.head(out)  # b.py:15
+  // relu's output is `out` until conv2's statement rebinds it: it goes when conv2
+  // returns (the GPU frees it before bn2 allocates: seqtrace33c), not after bn2.
+  auto frame = [](int line, const std::string& code) {
+    return "File \"b.py\", line " + std::to_string(line) + ", in forward\n    " + code + "\n  ";
+  };
+  const std::string bn_frame = "File \"batchnorm.py\", line 194, in forward\n    return F.batch_norm(";
+  const std::string aten = "aten._native_batch_norm_legit_functional.default";
+  auto node = [&](const std::string& in, const std::string& w, const std::string& out, const std::string& op,
+                  const std::string& module, const std::string& type, const std::string& trace) {
+    std::string ins = lfield(1, in) + (w.empty() ? "" : lfield(1, w));
+    const std::string ns = ": pkg.Root/" + module + ": " + type + "/" + op + ": aten." + op;
+    return lfield(1, ins + lfield(2, out) + lfield(4, op) + lfield(9, entry("namespace", ns)) +
+                         lfield(9, entry("pkg.torch.onnx.stack_trace", trace)));
+  };
+  auto graph = [&](const std::string& bn2_code) {
+    const std::string bn = "torch.nn.modules.batchnorm.BatchNorm2d/_native_batch_norm_legit_functional: " + aten;
+    auto folded = [&](const std::string& in, const std::string& w, const std::string& out, const std::string& module,
+                      const std::string& trace) {
+      const std::string ns = ": pkg.Root/" + module + ": " + bn;
+      return lfield(1, lfield(1, in) + lfield(1, w) + lfield(2, out) + lfield(4, "Conv") + lfield(9, entry("namespace", ns)) +
+                           lfield(9, entry("pkg.torch.onnx.stack_trace", trace)));
+    };
+    const std::string relu = "torch.nn.modules.activation.ReLU";
+    return model(folded("x", "conv1.weight", "getitem", "bn1", frame(11, "out = self.bn1(out)") + bn_frame) +
+                 node("getitem", "", "r", "Relu", "relu", relu, frame(12, "out = self.relu(out)")) +
+                 folded("r", "conv2.weight", "getitem_1", "bn2", frame(14, bn2_code) + bn_frame) +
+                 node("getitem_1", "", "y", "Relu", "head", relu, frame(15, "return self.head(out)")) +
+                 initializer("conv1.weight", {8, 8, 1, 1}) + initializer("conv2.weight", {8, 8, 1, 1}) +
+                 lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(8) + dim_value(4) + dim_value(4)))) +
+                 lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(8) + dim_value(4) + dim_value(4)))));
+  };
+  const Graph g = read_onnx_bytes(graph("out = self.bn2(out)"), "m.onnx");
+  REQUIRE(g.nodes.size() == 6);  // conv1, bn1, relu, conv2, bn2, head
+  REQUIRE(g.nodes[3].op == "Conv");
+  REQUIRE(g.nodes[4].op == "BatchNormalization");
+  const std::vector<PyFrame>& conv2 = g.python.stacks[static_cast<size_t>(g.nodes[3].py_stack)];
+  const std::vector<PyFrame>& bn2 = g.python.stacks[static_cast<size_t>(g.nodes[4].py_stack)];
+  REQUIRE(conv2.size() == 1);  // the caller's frame, not into the BatchNorm's forward
+  REQUIRE(bn2.size() == 2);
+  const PyStatement& twin = g.python.statements[static_cast<size_t>(conv2[0].statement)];
+  CHECK(conv2[0].statement != bn2[0].statement);
+  CHECK(twin.targets == g.python.statements[static_cast<size_t>(bn2[0].statement)].targets);
+  CHECK(twin.binds);
+  // relu's output goes at its last reader, conv2: no hold past it (-1).
+  CHECK(frame_release_nodes(g)[g.find_tensor("r")] == -1);
+
+  // A nested call runs the Conv in the BatchNorm's statement: left as read, and relu's
+  // output, bound to `out`, stays until that statement's end (bn2, node 4).
+  const Graph nested = read_onnx_bytes(graph("out = self.bn2(self.conv2(out))"), "m.onnx");
+  CHECK(nested.nodes[3].py_stack == nested.nodes[4].py_stack);
+  CHECK(frame_release_nodes(nested)[nested.find_tensor("r")] == 4);
 }
 
 TEST_CASE("dynamo export: a BatchNorm1d dropped after a Linear is put back too") {
