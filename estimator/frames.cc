@@ -31,18 +31,38 @@ class Components {
   std::vector<bool> numeric_;
 };
 
-// Is the prefix of p of length i a module that was called? A ModuleList is not
-// called, nor is a Sequential reached only through its elements ("blocks" in
-// "blocks.0"): a prefix followed by a number is taken as a container.
-bool called(const Components& c, const Path& p, size_t i) { return i == p.size() || !c.numeric(p[i]); }
+// Component paths, and the containers called as a whole (Graph::called_containers).
+struct Modules {
+  Components comps;
+  std::vector<Path> containers;
 
-// The first called prefix of p longer than `from`, or 0 when none.
-size_t first_call_below(const Components& c, const Path& p, size_t from) {
-  for (size_t i = from + 1; i <= p.size(); ++i) {
-    if (called(c, p, i)) return i;
+  Path split(std::string_view s) {
+    Path p;
+    p.reserve(static_cast<size_t>(std::count(s.begin(), s.end(), '.')) + 1);
+    while (!s.empty()) {
+      const size_t dot = s.find('.');
+      p.push_back(comps.id(s.substr(0, dot)));
+      s = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
+    }
+    return p;
   }
-  return 0;
-}
+  // Is the prefix of p of length i a module that was called? A ModuleList is not
+  // called, nor is a Sequential reached only through its elements ("blocks" in
+  // "blocks.0", `for blk in self.blocks`): a prefix followed by a number is taken as a
+  // container, unless the file shows it called as a whole (`x = self.blocks(x)`).
+  bool called(const Path& p, size_t i) const {
+    if (i == p.size() || !comps.numeric(p[i])) return true;
+    return std::any_of(containers.begin(), containers.end(),
+                       [&](const Path& c) { return c.size() == i && std::equal(c.begin(), c.end(), p.begin()); });
+  }
+  // The first called prefix of p longer than `from`, or 0 when none.
+  size_t first_call_below(const Path& p, size_t from) const {
+    for (size_t i = from + 1; i <= p.size(); ++i) {
+      if (called(p, i)) return i;
+    }
+    return 0;
+  }
+};
 
 size_t common_depth(const Path& a, const Path& b) {
   size_t n = 0;
@@ -217,13 +237,14 @@ void statement_holds(const Graph& g, std::vector<int>& release) {
 // Each node's module path, split once per distinct module (-1: outside every frame,
 // the loss and dead nodes).
 struct ModulePaths {
-  Components comps;
+  Modules mods;
   std::vector<Path> paths;
   std::vector<int> path_of;
 };
 
 ModulePaths module_paths(const Graph& g) {
   ModulePaths m;
+  for (const std::string& c : g.called_containers) m.mods.containers.push_back(m.mods.split(c));
   // Keyed by the module's one interned copy (atom.h), not its text: hashing 282k paths
   // of a million-node graph was a third of this function.
   std::unordered_map<const std::string*, int> ids;
@@ -242,15 +263,7 @@ ModulePaths module_paths(const Graph& g) {
     if (fresh) {
       // Sized once: a million-node graph has 282k modules, and growing each path
       // component by component was most of this function's time.
-      Path p;
-      std::string_view s = n.module;
-      p.reserve(static_cast<size_t>(std::count(s.begin(), s.end(), '.')) + 1);
-      while (!s.empty()) {
-        const size_t dot = s.find('.');
-        p.push_back(m.comps.id(s.substr(0, dot)));
-        s = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
-      }
-      m.paths.push_back(std::move(p));
+      m.paths.push_back(m.mods.split(n.module));
     }
     m.path_of[k] = it->second;
   }
@@ -261,7 +274,7 @@ ModulePaths module_paths(const Graph& g) {
 // and, without Python stacks, the keeps_locals guesses (with stacks, statement_holds
 // reads the locals instead).
 void argument_queries(const Graph& g, const ModulePaths& m, bool stacks, std::vector<Query>& queries) {
-  const Components& comps = m.comps;
+  const Modules& mods = m.mods;
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Activation || ten.producer < 0 || m.path_of[ten.producer] < 0) continue;
@@ -272,13 +285,13 @@ void argument_queries(const Graph& g, const ModulePaths& m, bool stacks, std::ve
       const Path& cp = m.paths[m.path_of[c]];
       const size_t common = common_depth(p, cp);
       // An argument: held until the callee it went into returns.
-      if (const size_t callee = first_call_below(comps, cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
+      if (const size_t callee = mods.first_call_below(cp, common)) queries.push_back({c, callee, static_cast<int>(t)});
       // A named submodule's result, in a caller that keeps such results in locals: kept
       // until the caller returns. (Not through a list element: `x = block(x)` rebinds.)
       if (!stacks && g.nodes[c].keeps_locals && common == cp.size()) {
-        const size_t child = first_call_below(comps, p, common);
+        const size_t child = mods.first_call_below(p, common);
         bool named = child > 0;
-        for (size_t i = common; named && i < child; ++i) named = !comps.numeric(p[i]);
+        for (size_t i = common; named && i < child; ++i) named = !mods.comps.numeric(p[i]);
         if (named && common > 0) queries.push_back({c, common, static_cast<int>(t)});
       }
       // `h = self.ln_2(h); ff = self.mlp(h); h = r + ff`: a named submodule's result
@@ -286,10 +299,10 @@ void argument_queries(const Graph& g, const ModulePaths& m, bool stacks, std::ve
       // rebinds it, after the sibling returns (checked below: that statement's node is
       // the caller's own, and the caller keeps locals).
       if (!stacks && common > 0 && common < cp.size() && common < p.size()) {
-        const size_t callee = first_call_below(comps, cp, common);
-        const size_t child = first_call_below(comps, p, common);
+        const size_t callee = mods.first_call_below(cp, common);
+        const size_t child = mods.first_call_below(p, common);
         bool named = callee > 0 && child > 0;
-        for (size_t i = common; named && i < child; ++i) named = !comps.numeric(p[i]);
+        for (size_t i = common; named && i < child; ++i) named = !mods.comps.numeric(p[i]);
         if (named) queries.push_back({c, callee, static_cast<int>(t), common});
       }
     }
@@ -321,7 +334,7 @@ void own_value_queries(const Graph& g, const ModulePaths& m, std::vector<Query>&
     for (int c : g.tensors[r.outputs[0]].consumers) {
       if (m.path_of[c] < 0 || m.paths[m.path_of[c]].size() <= p.size()) continue;
       if (common_depth(p, m.paths[m.path_of[c]]) != p.size()) continue;
-      if (const size_t callee = first_call_below(m.comps, m.paths[m.path_of[c]], p.size())) {
+      if (const size_t callee = m.mods.first_call_below(m.paths[m.path_of[c]], p.size())) {
         queries.push_back({c, callee, static_cast<int>(t)});
       }
       break;

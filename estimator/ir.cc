@@ -290,8 +290,16 @@ void Graph::warn(const std::string& what) {
   if (std::find(warnings.begin(), warnings.end(), what) == warnings.end()) warnings.push_back(what);
 }
 
-std::string module_from_scoped_name(std::string_view node_name) {
+bool is_numbered_child(std::string_view child, std::string_view parent) {
+  if (child.size() <= parent.size() + 1 || !child.starts_with(parent) || child[parent.size()] != '.') return false;
+  const std::string_view rest = child.substr(parent.size() + 1);
+  return std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string module_from_scoped_name(std::string_view node_name, std::set<std::string>* containers) {
   // "/layer1/layer1.0/conv1/Conv" -> segments layer1, layer1.0, conv1 (the last, "Conv", is the op).
+  // Each segment is a module whose forward ran: layer1, followed by its element layer1.0,
+  // is a container called as a whole (Graph::called_containers).
   if (node_name.empty() || node_name[0] != '/') return "";
   const std::string_view name = node_name;
   std::string path;
@@ -305,12 +313,14 @@ std::string module_from_scoped_name(std::string_view node_name) {
     // A segment is either a full dotted path ("layer1.0", extending the current one)
     // or an attribute name relative to it ("conv1").
     const bool extends = s.size() > path.size() && s.compare(0, path.size(), path) == 0 && s[path.size()] == '.';
+    const std::string parent = containers && !path.empty() ? path : std::string();
     if (path.empty() || extends) {
       path.assign(s);
     } else {
       path += '.';
       path += s;
     }
+    if (!parent.empty() && is_numbered_child(path, parent)) containers->insert(parent);
   }
   return path;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -217,6 +218,12 @@ struct Graph {
   std::vector<int> outputs;
   std::vector<std::string> warnings;  ///< things assumed; shown on stderr and in JSON
   PySource python;                ///< the Python stacks nodes were traced in (Node::py_stack)
+  /// Containers called as a whole whose submodules the paths reach by number: "blocks"
+  /// for timm's `x = self.blocks(x)` (an nn.Sequential), "layer1" for torchvision's
+  /// ResNet; not a ModuleList iterated in Python (`for blk in self.blocks`). From the
+  /// dynamo exporter's namespaces or the legacy exporter's node scopes, which name each
+  /// module whose forward ran; frames.h holds such a call's argument until it returns.
+  std::vector<std::string> called_containers;
   /// The aten op of each call nodes name in Node::call ("aten.gelu.default").
   std::vector<std::string> calls;
   /// The exporter lists which initializers are parameters (a dynamo export's graph
@@ -272,7 +279,10 @@ struct Graph {
 };
 
 /// Module path from a legacy-exporter node name: "/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1".
-std::string module_from_scoped_name(std::string_view node_name);
+std::string module_from_scoped_name(std::string_view node_name, std::set<std::string>* containers = nullptr);
+/// Whether `child` is `parent`'s submodule by number: ("blocks.0", "blocks") yes,
+/// ("blocks.0.attn", "blocks") no, ("blocks.attn", "blocks") no.
+bool is_numbered_child(std::string_view child, std::string_view parent);
 /// Module path from a parameter name: "layer1.0.conv1.weight" -> "layer1.0.conv1".
 std::string module_from_param_name(const std::string& param);
 /// Whether `child` is a direct submodule of `parent`: ("x.bn.act", "x.bn") yes, ("x.act", "x") yes,

@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,6 +88,7 @@ std::string_view node_metadata(const NodeView& n, std::string_view key) {
 // to its last '/', which consecutive nodes of one module share.
 // Interned here, once per scope: consecutive nodes share a scope, and interning looks
 // the name up in the pool of every module of the graph.
+// Beside it, the containers the scopes show called as a whole (called_containers).
 class ScopeCache {
  public:
   Atom module(std::string_view node_name) {
@@ -94,11 +96,13 @@ class ScopeCache {
     const std::string_view scope = node_name.substr(0, slash == std::string_view::npos ? 0 : slash + 1);
     if (!valid_ || scope != scope_) {
       scope_.assign(scope);
-      module_ = module_from_scoped_name(node_name);
+      module_ = module_from_scoped_name(node_name, &containers);
       valid_ = true;
     }
     return module_;
   }
+  /// Graph::called_containers, as the nodes read so far show them.
+  std::set<std::string> containers;
 
  private:
   bool valid_ = false;
@@ -123,6 +127,7 @@ Atom module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes, bool*
       const std::string_view name = colon == std::string_view::npos ? part : part.substr(0, colon);
       const std::string_view type = colon == std::string_view::npos ? std::string_view() : part.substr(colon + 2);
       if (!type.starts_with("aten.") && !type.starts_with("prims.")) {
+        if (!module.empty() && is_numbered_child(name, module)) scopes.containers.emplace(module);
         module = name;
         if (locals) *locals = module_keeps_locals(type);
       }
@@ -176,6 +181,7 @@ class Lowering {
       if (!vi.folded_from.empty() && id < initializers) folded_from_.emplace_back(id, vi.folded_from);
     }
     lower_nodes();
+    g_.called_containers.assign(scopes_.containers.begin(), scopes_.containers.end());
     for (std::string_view bytes : graph.outputs) {
       const ValueInfoView out = read_value_info(bytes);
       if (out.name.empty()) continue;

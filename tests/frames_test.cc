@@ -71,6 +71,32 @@ output e
   CHECK(release[g.find_tensor("c")] == node_index(g, "blocks.2.out"));
 }
 
+TEST_CASE("a container the file shows called as a whole holds its argument until it returns") {
+  // x = self.stem(x); x = self.blocks(x) with blocks an nn.Sequential: the caller's x,
+  // the stem's output, stays bound while blocks runs (timm's MobileNetV3: the stem's
+  // HardSwish output, held by nothing else, was memest's whole gap; seqtrace33b).
+  Graph g = linked(R"(
+opset 17
+input x float32 batch,8
+const two float32 - = 2
+node Relu x -> s @stem
+node Mul s two -> a @blocks.0.fc
+node Relu a -> b @blocks.1.fc
+node Relu b -> c @blocks.1.out
+node Relu c -> z @head
+output z
+)");
+  // As a list (for blk in self.blocks): held until blocks.0 returns, its only node.
+  CHECK(frame_release_nodes(g)[g.find_tensor("s")] == -1);
+  g.called_containers = {"blocks"};
+  const std::vector<int> release = frame_release_nodes(g);
+  CHECK(release[g.find_tensor("s")] == node_index(g, "blocks.1.out"));
+  // blocks.0's output goes into blocks.1 (Sequential.forward's `input = module(input)`):
+  // held until blocks.1 returns, not to the end of blocks.
+  CHECK(release[g.find_tensor("a")] == node_index(g, "blocks.1.out"));
+  CHECK(release[g.find_tensor("b")] == -1);
+}
+
 TEST_CASE("a module called twice is two calls: each argument is held to the end of its own call") {
   // self.drop used after attn and again after mlp ("drop" twice, apart).
   const Graph g = linked(R"(

@@ -69,6 +69,36 @@ TEST_CASE("onnx reader: a model and what it lowers to") {
   CHECK(g.tensors[g.find_tensor("y")].producer == 0);
 }
 
+TEST_CASE("onnx reader: the containers the node scopes show called as a whole") {
+  // x = self.stem(x); x = self.blocks(x) (an nn.Sequential: "blocks" is a scope of its
+  // own around "blocks.0", "blocks.0.1" a Sequential inside it); for layer in
+  // self.layers: x = layer(x) (a ModuleList: no "layers" scope).
+  auto chain = [](const std::vector<std::string>& nodes_more) {
+    std::string graph;
+    const char* names[] = {"x", "a", "b", "c", "y"};
+    for (size_t i = 0; i < nodes_more.size(); ++i) graph += lfield(1, node("Relu", names[i], names[i + 1], nodes_more[i]));
+    return model(graph + lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(4)))) +
+                 lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(4)))));
+  };
+  auto named = [](const std::string& n) { return lfield(3, n); };
+  const Graph legacy = read_onnx_bytes(chain({named("/stem/Relu"), named("/blocks/blocks.0/blocks.0.1/fc/Relu"),
+                                              named("/layers.0/fc/Relu"), named("/head/Relu")}),
+                                       "m.onnx");
+  CHECK(legacy.nodes[1].module == "blocks.0.1.fc");
+  CHECK(legacy.called_containers == std::vector<std::string>{"blocks", "blocks.0"});
+
+  auto ns = [](const std::string& v) { return lfield(9, lfield(1, "namespace") + lfield(2, v)); };
+  const std::string relu = "relu: aten.relu.default";
+  const Graph dynamo = read_onnx_bytes(
+      chain({ns(": pkg.Root/stem: torch.nn.ReLU/" + relu),
+             ns(": pkg.Root/blocks: torch.nn.Sequential/blocks.0: pkg.Block/blocks.0.fc: torch.nn.ReLU/" + relu),
+             ns(": pkg.Root/layers.0: pkg.Block/layers.0.fc: torch.nn.ReLU/" + relu),
+             ns(": pkg.Root/head: torch.nn.ReLU/" + relu)}),
+      "m.onnx");
+  CHECK(dynamo.nodes[1].module == "blocks.0.fc");
+  CHECK(dynamo.called_containers == std::vector<std::string>{"blocks"});
+}
+
 TEST_CASE("onnx reader: unknown fields of every wire type are skipped") {
   const std::string unknown =
       vfield(40, 300) + fixed64(41, 1) + lfield(42, "\x0a\x05garbage") + group(43, vfield(1, 2) + group(44, "")) +
