@@ -279,3 +279,31 @@ TEST_CASE("explicit pads: the reader marks a Conv2dSame-family layer whose paddi
   mark_same_pad_copy(other, ": m.Net/down: torch.nn.modules.conv.Conv2d/conv2d: aten.conv2d.default");
   CHECK(other.attr_int("same_pad_copy", 0) == 0);
 }
+
+TEST_CASE("explicit pads: a convolution the exporter folded an F.pad into reads the Pad it kept for another reader") {
+  // timm's HGNetV2 StemV2: `x = F.pad(x, (0, 1, 0, 1))`, then `self.stem2a(x)` and
+  // `self.pool(x)`. The dynamo exporter folds the Pad into the convolution's pads and keeps
+  // it for the max pool: in PyTorch one padded tensor, which the convolution reads too
+  // (seqtrace34 st_hgnetv2_b1: one 39.2 MB pad, where memest had made a second).
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4,8,8
+const amounts int64 8 = 0,0,0,0,0,0,1,1
+param c.weight float32 4,4,2,2
+node Pad x amounts -> p mode=constant @stem
+node MaxPool p -> mp kernel_shape=2,2 strides=1,1 @pool
+node Conv x c.weight -> y pads=0,0,1,1 @c
+node Add mp y -> s @add
+output s
+)");
+  CHECK(split_asymmetric_pads(g) == 1);
+  verify_and_sort(g);
+  infer_shapes(g);
+  int pads = 0;
+  for (const Node& n : g.nodes) pads += n.op == "Pad" ? 1 : 0;
+  CHECK(pads == 1);
+  const Node& c = testing::producer(g, "y");
+  CHECK(g.tensors[c.inputs[0]].name == "p");
+  CHECK(c.attr_ints("pads") == std::vector<int64_t>{0, 0, 0, 0});
+  CHECK(testing::shape(g, "y") == "[batch, 4, 8, 8]");
+}
