@@ -320,6 +320,7 @@ void Builder::forward_node(int k, bool recompute) {
   }
   c.rg = node_rg_[k] = records_grad(c);
   copy_strided_inputs(c);
+  if (strided_1d_conv_input(k)) c.temps.push_back(alloc(bytes_of(c.eff[0].tensor, c.eff[0].dtype), Category::Temporaries, k));
   // Saved extras made before the outputs (OpInfo::extras_first), kept by save_for_backward.
   if (c.rg && c.info && c.keep_saved && c.info->saved_extra && c.info->extras_first) {
     for (const SavedExtra& x : c.info->saved_extra(g_, n)) {
@@ -403,6 +404,19 @@ bool Builder::records_grad(const ForwardCall& c) const {
     for (int t : c.ins) rg |= t >= 0 && requires_grad_[t];
   }
   return rg;
+}
+
+// at::_convolution views a 1-D convolution as 2-D after `input = input.contiguous()`
+// ("avoid accidentally going through NHWC for permuted 3d input", Convolution.cpp): a
+// strided input (or one whose strides are not known) is copied before the output and
+// the copy held for the call. seqtrace34 sh_data2vec-audio_aud: each feature-extractor
+// conv after the first reads the GELU of a transposed LayerNorm output, and the GPU
+// copies it (104.8 MB for conv_layers.1 at batch 16) before the conv's output.
+bool Builder::strided_1d_conv_input(int k) const {
+  const Node& n = g_.nodes[k];
+  if ((n.op != "Conv" && n.op != "ConvTranspose") || n.inputs.empty() || n.inputs[0] < 0) return false;
+  const int x = n.inputs[0];
+  return g_.tensors[x].shape && g_.tensors[x].shape->size() == 3 && !layout_[x].empty();
 }
 
 // Batched matmul reshapes its operands to [batch, rows, cols] (LinearAlgebra.cpp's

@@ -203,24 +203,50 @@ int Builder::reduction_buffer(int k, int t, const std::optional<std::vector<int6
 // the sum's order is not followed: t's layout.
 // The same holds of a backward that allocates its input's gradient contiguous
 // (OpInfo::input_grad_contiguous); views between (an unsqueeze before a mean) pass the
-// gradient through.
-const std::vector<int8_t>& Builder::grad_layout(int t) const {
-  static const std::vector<int8_t> kContiguous;
+// gradient through. A permute's backward permutes its output's gradient back: where that
+// gradient is not in the permuted view's own layout (a LayerNorm's contiguous dX of
+// `x.transpose(-2, -1)`), t's is strided (permuted_grad_layout).
+std::vector<int8_t> Builder::grad_layout(int t, int depth) const {
   int u = t;
   for (int hops = 0; hops < 8; ++hops) {
     const IdList& users = g_.tensors[u].consumers;
     if (users.size() != 1) break;
     const OpInfo* c = info_[users[0]];
     if (!c) break;
-    if (c->reduced_axes || c->input_grad_contiguous) return kContiguous;
+    if (c->reduced_axes || c->input_grad_contiguous) return {};
     const Node& v = g_.nodes[users[0]];
-    if (!c->view || (c->layout != Layout::UnitDims && c->layout != Layout::Reshape) || v.outputs.empty() ||
-        v.outputs[0] < 0) {
-      break;
-    }
+    if (!c->view || v.outputs.empty() || v.outputs[0] < 0) break;
+    if (c->layout == Layout::Permute) return u == t && depth < 4 ? permuted_grad_layout(t, v, depth) : layout_[t];
+    if (c->layout != Layout::UnitDims && c->layout != Layout::Reshape) break;
     u = v.outputs[0];
   }
   return layout_[t];
+}
+
+// The gradient layout of t, read by permute node v alone: v's output's gradient,
+// permuted back. t's own layout when that gradient keeps the view's layout.
+std::vector<int8_t> Builder::permuted_grad_layout(int t, const Node& v, int depth) const {
+  const int out = v.outputs[0];
+  const std::vector<int8_t> g = grad_layout(out, depth + 1);
+  const auto& shape = g_.tensors[t].shape;
+  const size_t rank = shape ? shape->size() : 0;
+  std::vector<int64_t> perm = v.attr_ints("perm");
+  if (perm.empty()) {
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  for (int64_t& p : perm) p += p < 0 ? static_cast<int64_t>(rank) : 0;
+  if (g == layout_[out] || rank == 0 || rank > 64 || perm.size() != rank) return layout_[t];
+  if (g.size() == 1 && g[0] == -1) return g;
+  if (!g.empty() && g.size() != rank) return layout_[t];
+  // The output's dim j is t's dim perm[j], at memory position g[j].
+  std::vector<int8_t> back(rank);
+  bool identity = true;
+  for (size_t j = 0; j < rank; ++j) {
+    if (perm[j] < 0 || perm[j] >= static_cast<int64_t>(rank)) return layout_[t];
+    back[static_cast<size_t>(perm[j])] = g.empty() ? static_cast<int8_t>(j) : g[j];
+  }
+  for (size_t i = 0; i < rank; ++i) identity &= back[i] == static_cast<int8_t>(i);
+  return identity ? std::vector<int8_t>{} : back;
 }
 
 // The gradient of an input broadcast over the output's leading dims (a bias) sums the
@@ -261,6 +287,7 @@ void Builder::backward_node(int k) {
   if (info && info->contiguous_grad_out && out0 >= 0 && grad_[out0] >= 0 && grad_narrow_[out0]) {
     contiguous = alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k);
   }
+  const std::vector<int> conv_copies = contiguous < 0 ? conv_1d_backward_copies(k) : std::vector<int>{};
   // (full-shape gradient, input) of broadcast inputs, summed below
   const std::vector<std::pair<int, int>> full = input_gradients(k);
   first_cublas_call(k);  // when no gradient was allocated above
@@ -282,12 +309,35 @@ void Builder::backward_node(int k) {
   backward_workspace(k);
   bias_gradient_reduction(k);
   unref(contiguous);
+  for (int b : conv_copies) unref(b);
   for (int o : outs) {
     if (o >= 0 && grad_[o] >= 0) {
       unref(grad_[o]);
       grad_[o] = -1;
     }
   }
+}
+
+// convolution_backward of a 1-D layer makes the saved input contiguous again before
+// viewing it as 2-D, and cuDNN reads the output's gradient contiguous
+// (grad_output.contiguous(memory_format), the input's format, contiguous after that
+// copy): a strided input and a strided gradient (a transpose's backward of a
+// LayerNorm's contiguous dX) are copied before the input's gradient and held for the
+// call. seqtrace34 sh_data2vec-audio_aud conv_layers.1: the 104.8 MB input, then the
+// 52.4 MB gradient, then dX and the workspaces, both copies freed at the end.
+std::vector<int> Builder::conv_1d_backward_copies(int k) {
+  const Node& n = g_.nodes[k];
+  const std::span<const int> outs = outputs(k);
+  const int out0 = outs.empty() ? -1 : outs[0];
+  if (n.op != "Conv" && n.op != "ConvTranspose") return {};
+  if (out0 < 0 || grad_[out0] < 0 || !g_.tensors[out0].shape || g_.tensors[out0].shape->size() != 3) return {};
+  std::vector<int> copies;
+  const std::span<const EffectiveInput> eff = effective(k);
+  if (strided_1d_conv_input(k) && !eff.empty() && eff[0].tensor >= 0) {
+    copies.push_back(alloc(bytes_of(eff[0].tensor, eff[0].dtype), Category::Temporaries, k));
+  }
+  if (!grad_layout(out0).empty()) copies.push_back(alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k));
+  return copies;
 }
 
 // Backward runs on autograd's device thread, whose cuBLAS handle has its own
@@ -427,7 +477,7 @@ void Builder::grad_format_copy(int k) {
   if (!info || !info->grad_in_input_format || ins.empty() || outs.empty()) return;
   const int in0 = ins[0], out0 = outs[0];
   if (in0 < 0 || out0 < 0 || !requires_grad_[in0] || grad_[out0] < 0) return;
-  const std::vector<int8_t>& got = grad_layout(out0);
+  const std::vector<int8_t> got = grad_layout(out0);
   if (got.size() == 1 && got[0] == -1) return;  // unknown
   if (channels_last(out0) ? got == layout_[out0] : got.empty()) return;
   unref(alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k));

@@ -116,6 +116,7 @@ class Builder : public StepMemory {
   void cast_inputs(ForwardCall& c);
   bool records_grad(const ForwardCall& c) const;
   void copy_strided_inputs(ForwardCall& c);
+  bool strided_1d_conv_input(int k) const;
   enum class BmmOperand { Ready, Cloned, Copied };
   BmmOperand bmm_operand(const ForwardCall& c, int tensor) const;
   std::optional<bool> einsum_copies(const ForwardCall& c, size_t i) const;
@@ -143,7 +144,8 @@ class Builder : public StepMemory {
   int reduction_buffer(int k, int t, const std::optional<std::vector<int64_t>>& axes, DType dtype,
                        const std::vector<int8_t>& layout);
 
-  const std::vector<int8_t>& grad_layout(int t) const;
+  std::vector<int8_t> grad_layout(int t, int depth = 0) const;
+  std::vector<int8_t> permuted_grad_layout(int t, const Node& v, int depth) const;
 
   void reduction_scratch(int k, const Node& n, const std::vector<std::pair<int, int>>& summed);
 
@@ -153,6 +155,7 @@ class Builder : public StepMemory {
   void backward_workspace(int k);
   void bias_gradient_reduction(int k);
   void grad_format_copy(int k);
+  std::vector<int> conv_1d_backward_copies(int k);
 
   void step();
   /// param_grads_ in model.parameters() order (torch_parameter_order): the order in which

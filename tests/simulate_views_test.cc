@@ -180,3 +180,55 @@ output y
   CHECK(bytes(Category::Temporaries) == std::vector<int64_t>{96});
   CHECK(bytes(Category::Activations) == std::vector<int64_t>{64});  // y [2, 2, 4]
 }
+
+namespace {
+
+// Temporaries a node of module `module` allocates in iteration 1's phase `phase`, in bytes at
+// batch 2, in order.
+std::vector<int64_t> temporaries(const Analysis& a, const Estimate& e, Phase phase, const std::string& module) {
+  std::vector<int64_t> out;
+  for (const Event& ev : a.program.events) {
+    const Block& b = a.program.blocks[ev.block];
+    if (ev.iter != 1 || ev.phase != phase || ev.kind != Event::Alloc || b.category != Category::Temporaries) continue;
+    if (b.node < 0 || a.graph.nodes[static_cast<size_t>(b.node)].module != module) continue;
+    out.push_back(b.bytes.eval(e.bindings));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a 1-D convolution copies a strided input, and in backward a strided gradient") {
+  // data2vec-audio's feature extractor: conv -> transpose -> LayerNorm -> transpose -> act
+  // -> conv. c1 reads the ReLU of a transposed LayerNorm output ([B, 16, 32] with the
+  // channel innermost): at::_convolution makes it contiguous first (Convolution.cpp, k ==
+  // 3), 2 x 16 x 32 x 4 = 4,096 B at batch 2, and convolution_backward again for the saved
+  // input. c0's output reaches the LayerNorm through a transpose; the LayerNorm's dX is
+  // contiguous (empty_like of its contiguous X), so c0's gradient arrives strided and
+  // cuDNN copies it (grad_output.contiguous()): 4,096 B. c0's input and c1's gradient (from
+  // the loss) are contiguous: no copies. seqtrace34: the GPU's copies, in this order.
+  const char* text = R"(
+opset 17
+input x float32 batch,8,32
+param c0.weight float32 16,8,3
+param ln.weight float32 16
+param ln.bias float32 16
+param c1.weight float32 16,16,3
+node Conv x c0.weight -> a pads=[1,1] kernel_shape=[3] @c0
+node Transpose a -> at perm=[0,2,1] @blk
+node LayerNormalization at ln.weight ln.bias -> l axis=-1 @ln
+node Transpose l -> lt perm=[0,2,1] @blk
+node Relu lt -> r @act
+node Conv r c1.weight -> y pads=[1,1] kernel_shape=[3] @c1
+output y
+)";
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  const Analysis a = analyze_text(text, cfg);
+  const Estimate e = estimate(a, 2);
+  CHECK(temporaries(a, e, Phase::Forward, "c1") == std::vector<int64_t>{4096});
+  CHECK(temporaries(a, e, Phase::Forward, "c0").empty());
+  // c1's backward: the saved input's copy, then r's gradient (a temporary too).
+  CHECK(temporaries(a, e, Phase::Backward, "c1") == std::vector<int64_t>{4096, 4096});
+  CHECK(temporaries(a, e, Phase::Backward, "c0") == std::vector<int64_t>{4096});
+}

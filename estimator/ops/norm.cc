@@ -256,11 +256,12 @@ const OpInfo kOps[] = {
              "suggest_memory_format)): traces28 rnd22_69's channels-last ConvTranspose + BatchNorm + LeakyReLU "
              "reached the global mean channels-last (a 60,555,264 B reduction buffer)"},
     {.op = "LayerNormalization", .family = kFamily, .shape = layer_norm, .autocast = Autocast::Fp32,
-     .saved_inputs = bits({0, 1}), .saved_extra = layer_norm_stats, .grads = "AAA",
+     .saved_inputs = bits({0, 1}), .saved_extra = layer_norm_stats, .grads = "AAA", .input_grad_contiguous = true,
      .bwd_workspace = layer_norm_backward_copies,
      .scratch_is_temporary = true,
      .note = "keeps input, weight and fp32 mean/rstd per row; autocast runs it in fp32; backward copies a "
-             "permuted input (and a strided gradient) contiguous"},
+             "permuted input (and a strided gradient) contiguous, and dX is contiguous (empty_like of the "
+             "contiguous X, layer_norm_kernel.cu)"},
     // at::instance_norm and at::group_norm both start from input.contiguous() (Normalization.cpp,
     // group_norm.cpp): a strided input is copied and the copy is what backward keeps.
     {.op = "InstanceNormalization", .family = kFamily, .shape = same, .saved_inputs = bits({0}),
