@@ -6,34 +6,15 @@
 #include <string>
 
 #include "estimator/analysis.h"
-#include "estimator/frames.h"
 #include "frontends/dynamo_repair.h"
 #include "frontends/merged_initializers.h"
 #include "frontends/onnx_reader.h"
 #include "frontends/text_reader.h"
+#include "tests/dynamo_test_util.h"
 #include "tests/wire_builder.h"
 
 using namespace memest;
 using namespace memest::testing;
-
-namespace {
-
-std::string dim_value(int64_t v) { return lfield(1, vfield(1, static_cast<uint64_t>(v))); }
-std::string dim_param(const std::string& p) { return lfield(1, lfield(2, p)); }
-std::string tensor_type(int elem, const std::string& dims) { return lfield(1, vfield(1, elem) + lfield(2, dims)); }
-std::string value_info(const std::string& name, const std::string& type) { return lfield(1, name) + lfield(2, type); }
-std::string entry(const std::string& key, const std::string& value) { return lfield(1, key) + lfield(2, value); }
-// A float initializer of these dims, no data (shape-only, as models/ stores them).
-std::string initializer(const std::string& name, std::initializer_list<int64_t> dims) {
-  std::string d;
-  for (int64_t v : dims) d += vfield(1, static_cast<uint64_t>(v));
-  return lfield(5, d + vfield(2, 1) + lfield(8, name));
-}
-std::string model(const std::string& graph) {
-  return vfield(1, 10) + lfield(7, graph) + lfield(8, lfield(1, "") + vfield(2, 18));
-}
-
-}  // namespace
 
 TEST_CASE("dynamo export: initializers the signature does not list as parameters get no gradient") {
   // y = (x * w) * (x * c) + x @ big: w is listed (PARAMETER); c, 32 floats the exporter
@@ -53,13 +34,13 @@ TEST_CASE("dynamo export: initializers the signature does not list as parameters
       lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(32)))) +
       lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(32))));
   const Graph g = read_onnx_bytes(
-      model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
+      dynamo_model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
   CHECK(g.tensors[g.find_tensor("w")].kind == TensorKind::Parameter);
   CHECK(g.tensors[g.find_tensor("c")].kind == TensorKind::Buffer);
   CHECK(g.tensors[g.find_tensor("big")].kind == TensorKind::Parameter);
 
   // Without a signature (the TorchScript exporter), every float initializer is a parameter.
-  const Graph h = read_onnx_bytes(model(body), "m.onnx");
+  const Graph h = read_onnx_bytes(dynamo_model(body), "m.onnx");
   CHECK(h.tensors[h.find_tensor("c")].kind == TensorKind::Parameter);
 }
 
@@ -71,7 +52,7 @@ TEST_CASE("dynamo export: module classes: rotary embeddings run without autocast
   const std::string io = lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(4)))) +
                          lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(4))));
   auto relu = [&](const std::string& more) {
-    return model(lfield(1, lfield(1, "x") + lfield(2, "y") + lfield(4, "Relu") + more) + io);
+    return dynamo_model(lfield(1, lfield(1, "x") + lfield(2, "y") + lfield(4, "Relu") + more) + io);
   };
   const Graph rotary = read_onnx_bytes(relu(ns("transformers.models.llama.modeling_llama.LlamaRotaryEmbedding")), "m.onnx");
   CHECK(rotary.nodes[0].autocast_off);
@@ -118,135 +99,6 @@ output y
   CHECK(first_alloc("attn") == 2 * 4 * 8 * 4);  // half q * fp32 cos: fp32
 }
 
-TEST_CASE("dynamo export: a BatchNorm the exporter dropped after a Conv is put back") {
-  // torch 2.11's dynamo exporter leaves `conv1 -> bn1` as one Conv carrying bn1's
-  // metadata and output (resnet18: 20 BatchNorms gone, the estimate 38% under).
-  auto graph = [](const std::string& aten) {
-    const std::string ns = ": pkg.Root/bn1: torch.nn.modules.batchnorm.BatchNorm2d/_native_batch_norm_legit: " + aten;
-    return model(lfield(1, lfield(1, "x") + lfield(1, "conv1.weight") + lfield(2, "getitem") + lfield(4, "Conv") +
-                              lfield(9, entry("namespace", ns))) +
-                 lfield(1, lfield(1, "getitem") + lfield(2, "y") + lfield(4, "Relu")) + initializer("conv1.weight", {8, 3, 1, 1}) +
-                 lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(3) + dim_value(16) + dim_value(16)))) +
-                 lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(8) + dim_value(16) + dim_value(16)))));
-  };
-  const Graph g = read_onnx_bytes(graph("aten._native_batch_norm_legit_functional.default"), "m.onnx");
-  REQUIRE(g.nodes.size() == 3);
-  CHECK(g.nodes[0].op == "Conv");
-  CHECK(g.nodes[0].module == "conv1");
-  CHECK(g.nodes[1].op == "BatchNormalization");
-  CHECK(g.nodes[1].module == "bn1");
-  CHECK(g.nodes[1].attr_int("training_mode", -1) == 1);
-  CHECK(g.tensors[g.nodes[1].outputs[0]].name == "getitem");
-  CHECK(g.tensors[g.find_tensor("bn1.weight")].kind == TensorKind::Parameter);
-  CHECK(g.tensors[g.find_tensor("bn1.running_var")].kind == TensorKind::Buffer);
-
-  // The estimate is the one of the graph written with the BatchNorm.
-  AnalysisOptions o;
-  o.train.loss = Loss::Sum;
-  const Estimate restored = estimate(analyze(read_onnx_bytes(graph("aten._native_batch_norm_legit_functional.default"), "m.onnx"), o), 4);
-  const Estimate written = estimate(analyze(read_text_graph(R"(
-opset 18
-input x float32 batch,3,16,16
-param conv1.weight float32 8,3,1,1
-param bn1.weight float32 8
-param bn1.bias float32 8
-buffer bn1.running_mean float32 8
-buffer bn1.running_var float32 8
-node Conv x conv1.weight -> c @conv1
-node BatchNormalization c bn1.weight bn1.bias bn1.running_mean bn1.running_var -> getitem training_mode=1 @bn1
-node Relu getitem -> y
-output y
-)"), o), 4);
-  CHECK(restored.peak.peak_bytes == written.peak.peak_bytes);
-
-  // Exported in eval mode: the BatchNorm comes back in inference mode, and memest says so.
-  const Analysis eval = analyze(read_onnx_bytes(graph("aten._native_batch_norm_legit_no_training.default"), "m.onnx"), o);
-  CHECK(eval.inference_export);
-}
-
-TEST_CASE("dynamo export: a layer folded into a BatchNorm called in a statement of its own runs in its own") {
-  // torchvision's Bottleneck, exported with both BatchNorms folded into their Convs; each
-  // Conv carries its BatchNorm's stack:
-  //   out = self.conv1(x)    # b.py:10   (no node says so)
-  //   out = self.bn1(out)    # b.py:11
-  //   out = self.relu(out)   # b.py:12
-  //   out = self.conv2(out)  # b.py:13
-  //   out = self.bn2(out)    # b.py:14
-  //   return self.head(out)  # b.py:15
-  // relu's output is `out` until conv2's statement rebinds it: it goes when conv2
-  // returns (the GPU frees it before bn2 allocates: seqtrace33c), not after bn2.
-  auto frame = [](int line, const std::string& code) {
-    return "File \"b.py\", line " + std::to_string(line) + ", in forward\n    " + code + "\n  ";
-  };
-  const std::string bn_frame = "File \"batchnorm.py\", line 194, in forward\n    return F.batch_norm(";
-  const std::string aten = "aten._native_batch_norm_legit_functional.default";
-  auto node = [&](const std::string& in, const std::string& w, const std::string& out, const std::string& op,
-                  const std::string& module, const std::string& type, const std::string& trace) {
-    std::string ins = lfield(1, in) + (w.empty() ? "" : lfield(1, w));
-    const std::string ns = ": pkg.Root/" + module + ": " + type + "/" + op + ": aten." + op;
-    return lfield(1, ins + lfield(2, out) + lfield(4, op) + lfield(9, entry("namespace", ns)) +
-                         lfield(9, entry("pkg.torch.onnx.stack_trace", trace)));
-  };
-  auto graph = [&](const std::string& bn2_code) {
-    const std::string bn = "torch.nn.modules.batchnorm.BatchNorm2d/_native_batch_norm_legit_functional: " + aten;
-    auto folded = [&](const std::string& in, const std::string& w, const std::string& out, const std::string& module,
-                      const std::string& trace) {
-      const std::string ns = ": pkg.Root/" + module + ": " + bn;
-      return lfield(1, lfield(1, in) + lfield(1, w) + lfield(2, out) + lfield(4, "Conv") + lfield(9, entry("namespace", ns)) +
-                           lfield(9, entry("pkg.torch.onnx.stack_trace", trace)));
-    };
-    const std::string relu = "torch.nn.modules.activation.ReLU";
-    return model(folded("x", "conv1.weight", "getitem", "bn1", frame(11, "out = self.bn1(out)") + bn_frame) +
-                 node("getitem", "", "r", "Relu", "relu", relu, frame(12, "out = self.relu(out)")) +
-                 folded("r", "conv2.weight", "getitem_1", "bn2", frame(14, bn2_code) + bn_frame) +
-                 node("getitem_1", "", "y", "Relu", "head", relu, frame(15, "return self.head(out)")) +
-                 initializer("conv1.weight", {8, 8, 1, 1}) + initializer("conv2.weight", {8, 8, 1, 1}) +
-                 lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(8) + dim_value(4) + dim_value(4)))) +
-                 lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(8) + dim_value(4) + dim_value(4)))));
-  };
-  const Graph g = read_onnx_bytes(graph("out = self.bn2(out)"), "m.onnx");
-  REQUIRE(g.nodes.size() == 6);  // conv1, bn1, relu, conv2, bn2, head
-  REQUIRE(g.nodes[3].op == "Conv");
-  REQUIRE(g.nodes[4].op == "BatchNormalization");
-  const std::vector<PyFrame>& conv2 = g.python.stacks[static_cast<size_t>(g.nodes[3].py_stack)];
-  const std::vector<PyFrame>& bn2 = g.python.stacks[static_cast<size_t>(g.nodes[4].py_stack)];
-  REQUIRE(conv2.size() == 1);  // the caller's frame, not into the BatchNorm's forward
-  REQUIRE(bn2.size() == 2);
-  const PyStatement& twin = g.python.statements[static_cast<size_t>(conv2[0].statement)];
-  CHECK(conv2[0].statement != bn2[0].statement);
-  CHECK(twin.targets == g.python.statements[static_cast<size_t>(bn2[0].statement)].targets);
-  CHECK(twin.binds);
-  // relu's output goes at its last reader, conv2: no hold past it (-1).
-  CHECK(frame_release_nodes(g)[g.find_tensor("r")] == -1);
-
-  // A nested call runs the Conv in the BatchNorm's statement: left as read, and relu's
-  // output, bound to `out`, stays until that statement's end (bn2, node 4).
-  const Graph nested = read_onnx_bytes(graph("out = self.bn2(self.conv2(out))"), "m.onnx");
-  CHECK(nested.nodes[3].py_stack == nested.nodes[4].py_stack);
-  CHECK(frame_release_nodes(nested)[nested.find_tensor("r")] == 4);
-}
-
-TEST_CASE("dynamo export: a BatchNorm1d dropped after a Linear is put back too") {
-  // fc -> bn (BatchNorm1d(16)) -> relu, as torch 2.11 exports it: one Gemm with bn's namespace.
-  const std::string ns = ": pkg.Root/bn: torch.nn.modules.batchnorm.BatchNorm1d/_native_batch_norm_legit_functional: "
-                         "aten._native_batch_norm_legit_functional.default";
-  std::string trans_b = lfield(1, "transB") + vfield(3, 1) + vfield(20, 2);  // AttributeProto: name, i, type INT
-  const Graph g = read_onnx_bytes(
-      model(lfield(1, lfield(1, "x") + lfield(1, "fc.weight") + lfield(2, "getitem") + lfield(4, "Gemm") +
-                      lfield(5, trans_b) + lfield(9, entry("namespace", ns))) +
-            lfield(1, lfield(1, "getitem") + lfield(2, "y") + lfield(4, "Relu")) + initializer("fc.weight", {16, 8}) +
-            lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(8)))) +
-            lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(16))))),
-      "m.onnx");
-  REQUIRE(g.nodes.size() == 3);
-  CHECK(g.nodes[0].op == "Gemm");
-  CHECK(g.nodes[0].module == "fc");
-  CHECK(g.nodes[1].op == "BatchNormalization");
-  const Tensor& scale = g.tensors[g.find_tensor("bn.weight")];
-  REQUIRE(scale.shape);
-  CHECK(shape_str(*scale.shape) == "[16]");  // transB: W is [out, in]
-}
-
 TEST_CASE("dynamo export: the nodes of one aten.gelu call are one Gelu, whatever their spelling") {
   // F.gelu(x, approximate="tanh") at opset 18: x^3, scaled, added, tanh... each node named
   // after the one FX node in its namespace. Eager PyTorch runs one kernel that keeps x.
@@ -260,7 +112,7 @@ TEST_CASE("dynamo export: the nodes of one aten.gelu call are one Gelu, whatever
   auto graph = [&](bool ns) {
     std::string scalars;
     for (const char* c : {"three", "k", "s", "one", "half"}) scalars += initializer(c, {});
-    return model(node({"x", "three"}, "p", "Pow", ns) + node({"p", "k"}, "pk", "Mul", ns) + node({"x", "pk"}, "a", "Add", ns) +
+    return dynamo_model(node({"x", "three"}, "p", "Pow", ns) + node({"p", "k"}, "pk", "Mul", ns) + node({"x", "pk"}, "a", "Add", ns) +
                  node({"a", "s"}, "as", "Mul", ns) + node({"as"}, "t", "Tanh", ns) + node({"t", "one"}, "t1", "Add", ns) +
                  node({"t1", "half"}, "h", "Mul", ns) + node({"x", "h"}, "y", "Mul", ns) + scalars +
                  lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(64)))) +
@@ -285,23 +137,6 @@ TEST_CASE("dynamo export: the nodes of one aten.gelu call are one Gelu, whatever
   CHECK(estimate(fused, 8).peak.peak_bytes < estimate(apart, 8).peak.peak_bytes);
 }
 
-TEST_CASE("dynamo export: a kept BatchNorm from aten's training batch norm is in training mode") {
-  // The exporter writes the BatchNormalization it keeps (after a Concat: timm's mixed
-  // blocks) without training_mode; its aten op says which mode ran.
-  Node bn;
-  bn.op = "BatchNormalization";
-  mark_training_batch_norm(bn, "aten._native_batch_norm_legit_functional.default");
-  CHECK(bn.attr_int("training_mode", 0) == 1);
-  Node eval;
-  eval.op = "BatchNormalization";
-  mark_training_batch_norm(eval, "aten._native_batch_norm_legit_no_training.default");
-  CHECK(eval.attr("training_mode") == nullptr);
-  Node other;
-  other.op = "BatchNormalization";
-  mark_training_batch_norm(other, "aten.conv2d.default");
-  CHECK(other.attr("training_mode") == nullptr);
-}
-
 TEST_CASE("dynamo export: a large initializer is a parameter only when a folded weight explains it") {
   // y = (x * w) @ big + bias: w is the one listed parameter and has its initializer, so
   // no weight folded; big (32 x 5,120 floats, over the 4,096 taken for granted as
@@ -317,7 +152,7 @@ TEST_CASE("dynamo export: a large initializer is a parameter only when a folded 
       lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(32)))) +
       lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(5120))));
   const std::string sig = lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature));
-  const Graph g = read_onnx_bytes(model(body + sig), "m.onnx");
+  const Graph g = read_onnx_bytes(dynamo_model(body + sig), "m.onnx");
   CHECK(g.tensors[g.find_tensor("big")].kind == TensorKind::Buffer);
   CHECK(g.tensors[g.find_tensor("bias")].kind == TensorKind::Buffer);
   int64_t param_bytes = 0;
@@ -331,7 +166,7 @@ TEST_CASE("dynamo export: a large initializer is a parameter only when a folded 
       "# inputs\np_w: PARAMETER target='w'\np_fc_weight: PARAMETER target='fc.weight'\n"
       "b_bias: BUFFER target='bias'\nx: USER_INPUT\n";
   const Graph h = read_onnx_bytes(
-      model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", folded))), "m.onnx");
+      dynamo_model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", folded))), "m.onnx");
   CHECK(h.tensors[h.find_tensor("big")].kind == TensorKind::Parameter);
   CHECK(h.tensors[h.find_tensor("bias")].kind == TensorKind::Buffer);
 }
@@ -350,7 +185,7 @@ TEST_CASE("dynamo export: a classifier's zero bias the exporter dropped from its
       lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(32)))) +
       lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(10))));
   const Graph g = read_onnx_bytes(
-      model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
+      dynamo_model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
   const int b = g.find_tensor("head.bias");
   REQUIRE(b >= 0);
   CHECK(g.tensors[b].kind == TensorKind::Parameter);
@@ -379,7 +214,7 @@ TEST_CASE("dynamo export: a zero conv bias the exporter dropped is put back, wit
       lfield(11, value_info("x", tensor_type(1, dim_param("batch") + dim_value(3) + dim_value(8) + dim_value(8)))) +
       lfield(12, value_info("y", tensor_type(1, dim_param("batch") + dim_value(6) + dim_value(14) + dim_value(14))));
   const Graph g = read_onnx_bytes(
-      model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
+      dynamo_model(body + lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature))), "m.onnx");
   const int b = g.find_tensor("conv.bias");
   const int u = g.find_tensor("up.bias");
   REQUIRE(b >= 0);
@@ -393,18 +228,6 @@ TEST_CASE("dynamo export: a zero conv bias the exporter dropped is put back, wit
   }
   CHECK(param_bytes == (8 * 3 * 3 * 3 + 8 + 8 * 3 * 2 * 2 + 6) * 4);  // 216 + 8 + 96 + 6 floats
 }
-
-namespace {
-
-int64_t parameter_bytes(const Graph& g) {
-  int64_t bytes = 0;
-  for (const Tensor& t : g.tensors) {
-    if (t.kind == TensorKind::Parameter && !t.consumers.empty()) bytes += product(*t.shape).as_const().value_or(0) * 4;
-  }
-  return bytes;
-}
-
-}  // namespace
 
 TEST_CASE("dynamo export: a layer that reads its weight computed keeps its dropped bias") {
   // timm's ScaledStdConv2d: conv2d(x, standardize(weight) * gain, bias). The zero bias is
@@ -438,30 +261,6 @@ output y
   CHECK(*g.tensors[sb].shape == Shape{Expr(4)});
   CHECK(g.nodes[2].inputs.size() == 3);
   CHECK(parameter_bytes(g) == (8 * 3 * 3 * 3 + 8 + 4 * 3 * 3 * 3 + 4) * 4);
-}
-
-TEST_CASE("dynamo export: a conv bias the exporter folded a BatchNorm into is put back in place of the made one") {
-  // rexnet's squeeze-excite: fc1 (a Conv with a zero bias) then bn. The exporter folds bn
-  // into the Conv, which then reads a bias it made, se.fc1.weight_bias (no parameter: the
-  // signature does not list it); se.fc1.bias, listed, has no tensor. The Conv reads the
-  // parameter instead: 4 floats, as torch counts them (rexnet_100 read 2,748 bytes under).
-  Graph g = read_text_graph(R"(
-opset 18
-input x float32 batch,8,1,1
-param se.fc1.weight float32 4,8,1,1
-buffer se.fc1.weight_bias float32 4
-node Conv x se.fc1.weight se.fc1.weight_bias -> y @se.fc1
-output y
-)");
-  g.relink();
-  const std::vector<std::string_view> params = {"se.fc1.weight", "se.fc1.bias"};
-  CHECK(restore_dropped_biases(g, params) == 1);
-  const int b = g.find_tensor("se.fc1.bias");
-  REQUIRE(b >= 0);
-  CHECK(g.nodes[0].inputs.size() == 3);
-  CHECK(g.nodes[0].inputs[2] == b);
-  CHECK(*g.tensors[b].shape == Shape{Expr(4)});
-  CHECK(parameter_bytes(g) == (4 * 8 + 4) * 4);
 }
 
 TEST_CASE("dynamo export: a large initializer read at the top level by calls that take no parameter is a buffer") {
@@ -786,7 +585,7 @@ TEST_CASE("dynamo export: what the exporter's optimizer folded into an initializ
       folded("t_scaled", d6 + d196 + d32, "['rope.t_x', 'val_6']") +
       folded("table", d6 + d196 + d32, "['index', 'attn.attention_bias_idxs', 'attn.attention_biases', 'val_9']");
   const std::string sig = lfield(16, entry("pkg.torch.export.ExportedProgram.graph_signature", signature));
-  const Graph g = read_onnx_bytes(model(body + sig), "m.onnx");
+  const Graph g = read_onnx_bytes(dynamo_model(body + sig), "m.onnx");
   const int freqs = g.find_tensor("unsqueeze_1"), t_x = g.find_tensor("t_scaled"), table = g.find_tensor("table");
   CHECK(g.tensors[freqs].kind == TensorKind::Parameter);
   CHECK(g.tensors[t_x].kind == TensorKind::Buffer);

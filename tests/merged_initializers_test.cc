@@ -6,20 +6,10 @@
 
 #include "frontends/merged_initializers.h"
 #include "frontends/text_reader.h"
+#include "tests/dynamo_test_util.h"
 
 using namespace memest;
-
-namespace {
-
-int64_t parameter_bytes(const Graph& g) {
-  int64_t bytes = 0;
-  for (const Tensor& t : g.tensors) {
-    if (t.kind == TensorKind::Parameter && !t.consumers.empty()) bytes += product(*t.shape).as_const().value_or(0) * 4;
-  }
-  return bytes;
-}
-
-}  // namespace
+using namespace memest::testing;
 
 TEST_CASE("merged initializers: an initializer the exporter merged across modules is one parameter per module") {
   // onnxscript's optimizer merges initializers of equal contents: timm's layer scales, a

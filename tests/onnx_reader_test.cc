@@ -19,10 +19,6 @@ using namespace testing;
 
 const char* const kCorrupt = "not a valid ONNX model (the protobuf is truncated or corrupt)";
 
-std::string dim_value(int64_t v) { return lfield(1, vfield(1, static_cast<uint64_t>(v))); }
-std::string dim_param(const std::string& p) { return lfield(1, lfield(2, p)); }
-std::string tensor_type(int elem, const std::string& dims) { return lfield(1, vfield(1, elem) + lfield(2, dims)); }
-std::string value_info(const std::string& name, const std::string& type) { return lfield(1, name) + lfield(2, type); }
 std::string node(const std::string& op, const std::string& in, const std::string& out, const std::string& more = "") {
   return lfield(1, in) + lfield(2, out) + lfield(4, op) + more;
 }

@@ -41,4 +41,14 @@ inline std::string fixed32(uint32_t number, uint32_t v) {
 }
 inline std::string group(uint32_t number, const std::string& fields) { return tag(number, 3) + fields + tag(number, 4); }
 
+// ONNX messages (onnx.proto's field numbers).
+/// TensorShapeProto.Dimension: a fixed size, or a symbolic one.
+inline std::string dim_value(int64_t v) { return lfield(1, vfield(1, static_cast<uint64_t>(v))); }
+inline std::string dim_param(const std::string& p) { return lfield(1, lfield(2, p)); }
+/// TypeProto with a tensor_type of this element type and shape.
+inline std::string tensor_type(int elem, const std::string& dims) { return lfield(1, vfield(1, elem) + lfield(2, dims)); }
+inline std::string value_info(const std::string& name, const std::string& type) { return lfield(1, name) + lfield(2, type); }
+/// StringStringEntryProto: a node's metadata_props entry.
+inline std::string entry(const std::string& key, const std::string& value) { return lfield(1, key) + lfield(2, value); }
+
 }  // namespace memest::testing
