@@ -469,6 +469,11 @@ void Fuser::mish(int k) {
   const Node& mul = g_.nodes[m];
   if (mul.inputs.size() != 2 || (mul.inputs[0] != x && mul.inputs[1] != x)) return;
   replace(m, "Mish", {x}, {k, t, m});
+  // ONNX's own Mish (opset 18), the entry the dynamo exporter's Mish reads: without it the
+  // fused node had no OpInfo, so no elementwise layout (seqtrace34 rnd38_187 legacy: the
+  // SE gate's sum over a channels-innermost map took no reduction buffer; dynamo exact).
+  g_.nodes[m].domain = "";
+  g_.nodes[m].info = find_op("", "Mish");
 }
 
 int fuse_patterns(Graph& g, const FuseOptions& opts) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "estimator/analysis.h"
+#include "estimator/ops/registry.h"
 #include "frontends/dynamo_repair.h"
 #include "frontends/text_reader.h"
 #include "tests/simulate_test_util.h"
@@ -197,6 +198,12 @@ node Mul x t -> y
 output y
 )", cfg);
   CHECK(live_ops(a) == std::map<std::string, int>{{"Mish", 1}});
+  // ONNX's Mish, the entry a dynamo export's Mish reads (its saves, its elementwise layout):
+  // the fused node had none, so a permuted input's layout was lost after it.
+  for (const Node& n : a.graph.nodes) {
+    if (!n.dead && n.op == "Mish") CHECK(n.info == find_op("", "Mish"));
+  }
+  REQUIRE(find_op("", "Mish") != nullptr);
   const Analysis whole = analyze_text(R"(
 opset 18
 input x float32 batch,64
