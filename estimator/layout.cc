@@ -400,6 +400,21 @@ std::vector<int8_t> elementwise_layout(const Graph& g, const Node& n, const std:
   return identity ? std::vector<int8_t>{} : layout;
 }
 
+std::optional<std::vector<int64_t>> transpose_perm(const Node& n, size_t rank) {
+  std::vector<int64_t> perm = n.attr_ints("perm");
+  if (perm.empty()) {
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  if (perm.size() != rank || rank > 64) return std::nullopt;
+  // The TorchScript exporter writes movedim(-1, 1) as perm (0, -1, 1, 2): counted from
+  // the end, as the shape rule reads it.
+  for (int64_t& p : perm) {
+    p += p < 0 ? static_cast<int64_t>(rank) : 0;
+    if (p < 0 || p >= static_cast<int64_t>(rank)) return std::nullopt;
+  }
+  return perm;
+}
+
 bool Dispatch::last_dim_contiguous(const Graph& g, const Node& n, size_t i) const {
   if (!layouts || !n.has_input(i)) return true;
   const Tensor& t = g.tensors[n.inputs[i]];
@@ -425,14 +440,9 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
   const size_t rank = t && t->shape ? t->shape->size() : 0;
   switch (info->layout) {
     case Layout::Permute: {
-      std::vector<int64_t> perm = n.attr_ints("perm");
-      if (perm.empty()) {
-        for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-      }
-      if (perm.size() != rank || rank > 64) return {};
-      // The TorchScript exporter writes movedim(-1, 1) as perm (0, -1, 1, 2): counted from
-      // the end, as the shape rule reads it.
-      for (int64_t& p : perm) p += p < 0 ? static_cast<int64_t>(rank) : 0;
+      const std::optional<std::vector<int64_t>> found = transpose_perm(n, rank);
+      if (!found) return {};
+      const std::vector<int64_t>& perm = *found;
       std::vector<int8_t> in = layouts[in0];
       if (in.empty()) {
         for (size_t i = 0; i < rank; ++i) in.push_back(static_cast<int8_t>(i));
@@ -443,7 +453,6 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
       std::vector<int8_t> out(rank);
       bool identity = true;
       for (size_t i = 0; i < rank; ++i) {
-        if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank)) return {};
         out[i] = in[perm[i]];
         identity &= out[i] == static_cast<int8_t>(i);
       }

@@ -414,7 +414,7 @@ bool Builder::records_grad(const ForwardCall& c) const {
 // copies it (104.8 MB for conv_layers.1 at batch 16) before the conv's output.
 bool Builder::strided_1d_conv_input(int k) const {
   const Node& n = g_.nodes[k];
-  if ((n.op != "Conv" && n.op != "ConvTranspose") || n.inputs.empty() || n.inputs[0] < 0) return false;
+  if (!info_[k] || !info_[k]->contiguous_1d || n.inputs.empty() || n.inputs[0] < 0) return false;
   const int x = n.inputs[0];
   return g_.tensors[x].shape && g_.tensors[x].shape->size() == 3 && !layout_[x].empty();
 }

@@ -182,6 +182,10 @@ std::optional<bool> einsum_reshape_copies(const std::string& equation, size_t wh
 /// An expand of a contiguous tensor from shape `in` to `out`: its broadcast dims (stride 0)
 /// with a hole on either side of each run of them; {} when nothing is broadcast.
 std::vector<int8_t> broadcast_layout(const Shape& in, const Shape& out);
+/// A Transpose node's permutation of a `rank`-dim tensor: its perm attribute (the axes
+/// reversed when absent; negative entries counted from the end), or nullopt when it does
+/// not fit the rank.
+std::optional<std::vector<int64_t>> transpose_perm(const Node& n, size_t rank);
 /// A 4-D [N, C, H, W] tensor stored as N, H, W, C (torch.channels_last).
 bool is_channels_last(const std::vector<int8_t>& layout);
 /// The memory layout of node n's output tensor `out` (see Layout), given its inputs'

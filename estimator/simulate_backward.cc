@@ -230,21 +230,14 @@ std::vector<int8_t> Builder::permuted_grad_layout(int t, const Node& v, int dept
   const std::vector<int8_t> g = grad_layout(out, depth + 1);
   const auto& shape = g_.tensors[t].shape;
   const size_t rank = shape ? shape->size() : 0;
-  std::vector<int64_t> perm = v.attr_ints("perm");
-  if (perm.empty()) {
-    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  }
-  for (int64_t& p : perm) p += p < 0 ? static_cast<int64_t>(rank) : 0;
-  if (g == layout_[out] || rank == 0 || rank > 64 || perm.size() != rank) return layout_[t];
+  const std::optional<std::vector<int64_t>> perm = transpose_perm(v, rank);
+  if (g == layout_[out] || rank == 0 || !perm) return layout_[t];
   if (g.size() == 1 && g[0] == -1) return g;
   if (!g.empty() && g.size() != rank) return layout_[t];
   // The output's dim j is t's dim perm[j], at memory position g[j].
   std::vector<int8_t> back(rank);
   bool identity = true;
-  for (size_t j = 0; j < rank; ++j) {
-    if (perm[j] < 0 || perm[j] >= static_cast<int64_t>(rank)) return layout_[t];
-    back[static_cast<size_t>(perm[j])] = g.empty() ? static_cast<int8_t>(j) : g[j];
-  }
+  for (size_t j = 0; j < rank; ++j) back[static_cast<size_t>((*perm)[j])] = g.empty() ? static_cast<int8_t>(j) : g[j];
   for (size_t i = 0; i < rank; ++i) identity &= back[i] == static_cast<int8_t>(i);
   return identity ? std::vector<int8_t>{} : back;
 }
@@ -326,10 +319,9 @@ void Builder::backward_node(int k) {
 // call. seqtrace34 sh_data2vec-audio_aud conv_layers.1: the 104.8 MB input, then the
 // 52.4 MB gradient, then dX and the workspaces, both copies freed at the end.
 std::vector<int> Builder::conv_1d_backward_copies(int k) {
-  const Node& n = g_.nodes[k];
   const std::span<const int> outs = outputs(k);
   const int out0 = outs.empty() ? -1 : outs[0];
-  if (n.op != "Conv" && n.op != "ConvTranspose") return {};
+  if (!info_[k] || !info_[k]->contiguous_1d) return {};
   if (out0 < 0 || grad_[out0] < 0 || !g_.tensors[out0].shape || g_.tensors[out0].shape->size() != 3) return {};
   std::vector<int> copies;
   const std::span<const EffectiveInput> eff = effective(k);

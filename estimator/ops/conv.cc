@@ -582,14 +582,16 @@ constexpr const char* kFamily = "conv";
 const OpInfo kOps[] = {
     {.op = "Conv", .family = kFamily, .shape = conv, .autocast = Autocast::Lower, .saved_inputs = bits({0, 1}),
      .grads = "AAA", .layout = Layout::Conv, .overwritable_output = true, .fwd_workspace = conv_fwd_workspace,
-     .contiguous_grad_out = true, .bias_grad_is_reduction = true, .bwd_data_workspace = conv_bwd_data_workspace,
-     .bwd_workspace = conv_bwd_workspace, .bwd_workspace_bound = conv_bwd_workspace_bound,
+     .contiguous_grad_out = true, .contiguous_1d = true, .bias_grad_is_reduction = true,
+     .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace,
+     .bwd_workspace_bound = conv_bwd_workspace_bound,
      .note = "convolution; keeps input and weight whenever recorded (one derivative formula for all)"},
     {.op = "ConvTranspose", .family = kFamily, .shape = conv_transpose, .autocast = Autocast::Lower,
      .saved_inputs = bits({0, 1}), .grads = "AAA", .layout = Layout::Conv, .overwritable_output = true,
-     .fwd_workspace = conv_fwd_workspace, .contiguous_grad_out = true, .bias_grad_is_reduction = true,
-     .bwd_data_workspace = conv_bwd_data_workspace, .bwd_workspace = conv_bwd_workspace,
-     .bwd_workspace_bound = conv_bwd_workspace_bound, .note = "transposed convolution; saves like Conv"},
+     .fwd_workspace = conv_fwd_workspace, .contiguous_grad_out = true, .contiguous_1d = true,
+     .bias_grad_is_reduction = true, .bwd_data_workspace = conv_bwd_data_workspace,
+     .bwd_workspace = conv_bwd_workspace, .bwd_workspace_bound = conv_bwd_workspace_bound,
+     .note = "transposed convolution; saves like Conv"},
     // derivatives.yaml: col2im's gradient is im2col(grad, ...), which reads nothing saved
     // (timm's VOLO outlook attention folds its attn @ v; it was taken as keeping that input).
     {.op = "Col2Im", .family = kFamily, .shape = col2im, .grads = "ANN",

@@ -278,6 +278,10 @@ struct OpInfo {
   /// host_softmax_backward: grad_.contiguous()): a narrowed gradient from a Concat is
   /// copied at the call's start and freed as it returns.
   bool contiguous_grad_out = false;
+  /// A convolution: a 1-D layer is run as 2-D after `input.contiguous()` (Convolution.cpp,
+  /// forward and backward), so a strided rank-3 input is copied, and in backward a
+  /// strided gradient too (simulate.cc strided_1d_conv_input, conv_1d_backward_copies).
+  bool contiguous_1d = false;
   /// The gradient of input 2 (a convolution's bias) is the output's gradient summed over
   /// every dim but dim 1, by that CUDA reduction, with its buffer (after the other
   /// gradients and the backward workspace).
