@@ -190,6 +190,10 @@ struct Node {
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
   bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
+  /// autocast_off only because the node is in a higher-order op's body (pystack.h
+  /// hop_call), which torch.export also writes for a no_grad region: the simulator keeps
+  /// autocast on where no gradient reaches the body (Builder::policy_of).
+  bool body_autocast_off = false;
   /// Bit i: input i was cast to float32 by the Python code (x.float() inside a disabled
   /// autocast block), a no-op in an fp32 export and so not in the graph (pystack.h hop_call).
   uint32_t float_inputs = 0;

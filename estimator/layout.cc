@@ -305,6 +305,29 @@ std::vector<int8_t> broadcast_layout(const Shape& in, const Shape& out) {
   return identity ? std::vector<int8_t>{} : layout;
 }
 
+// LinearAlgebra.cpp's _matmul_impl hands bmm each operand of a batched product as
+// `tensor.expand(batch + matrix).reshape({batch product, rows, cols})`. The expanded dims
+// have stride 0, so by computeStride's rule (above) the batch dims merge as a view when
+// the operand spans every batch dim of more than one element itself (its own strides
+// decide, bmm_operand) or none of them (all stride 0); where it spans some and is
+// broadcast over others the reshape copies the expanded operand, batch product times
+// its matrix. timm's LambdaLayer: `pos_emb.transpose(-1, -2) @ v.unsqueeze(1)`, a
+// [B, 1, M, V] v against [B, M, K, M], is copied as [B * M, M, V] (blind31
+// st_lambda_resnet26rpt_256, -46%).
+BmmBatch bmm_batch(const Shape& operand, const Shape& batch) {
+  const Expr one(1);
+  const size_t own = operand.size() - 2;
+  bool spans = false, broadcast = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i] == one) continue;
+    const size_t from_end = batch.size() - i;  // right-aligned against the operand's batch dims
+    const bool has = from_end <= own && operand[own - from_end] != one;
+    (has ? spans : broadcast) = true;
+  }
+  if (!broadcast) return BmmBatch::Spanned;
+  return spans ? BmmBatch::Mixed : BmmBatch::Broadcast;
+}
+
 // torch.channels_last (4-D) and torch.channels_last_3d (5-D): the channels innermost.
 bool is_channels_last(const std::vector<int8_t>& layout) {
   return layout == std::vector<int8_t>{0, 3, 1, 2} || layout == std::vector<int8_t>{0, 4, 1, 2, 3};

@@ -58,6 +58,8 @@ Builder::Builder(const Graph& g, const TrainConfig& cfg) : g_(g), cfg_(cfg) {
   }
   node_rg_.assign(nn, false);
   trainable_ = trainable_parameters(g, cfg.train, cfg.freeze);
+  gradless_.assign(g.tensors.size(), false);
+  for (int t : g.gradless_parameters) gradless_[static_cast<size_t>(t)] = true;
   lora_a_.assign(nn, false);
   for (size_t k = 0; k < nn; ++k) {
     const std::string& m = g.nodes[k].module;
@@ -135,6 +137,35 @@ void Builder::index_graph() {
   for (size_t k = 0; k < nn; ++k) {
     dead_[k] = g_.nodes[k].dead;
     loss_node_[k] = g_.nodes[k].domain == "memest" && g_.nodes[k].module == "loss";
+  }
+  mark_gradient_paths();
+}
+
+// Which nodes backward reaches: those with an output whose gradient the loss needs, or
+// that is a graph output the caller holds, through every input that is not integral or
+// boolean (autograd's rule; OpInfo::grad_of is memest's model of which gradients it
+// makes, and a fused attention's learned bias has none there but is trained). Autograd keeps nothing for the rest: DeepSeek V3.2's and
+// GLM-MoE-DSA's sparse-attention indexer runs under `@torch.no_grad()` (its scores
+// only pick top-k indices), and a recorded graph with no way to the loss is freed with
+// its last output (sample17 sh_glm_moe_dsa_lm: its saved operands held through
+// backward, +11.6%). Without a loss every node counts as reached.
+void Builder::mark_gradient_paths() {
+  const size_t nn = g_.nodes.size();
+  on_grad_path_.assign(nn, true);
+  if (seed_ < 0) return;
+  std::vector<bool> needed(g_.tensors.size(), false);
+  for (size_t t = 0; t < g_.tensors.size(); ++t) needed[t] = g_.tensors[t].graph_output;
+  for (size_t k = nn; k-- > 0;) {
+    const Node& n = g_.nodes[k];
+    bool reached = false;
+    for (int o : n.outputs) reached |= o >= 0 && needed[static_cast<size_t>(o)];
+    on_grad_path_[k] = reached;
+    if (!reached) continue;
+    for (int in : n.inputs) {
+      if (in < 0) continue;
+      const DType d = g_.tensors[in].dtype;
+      if (is_floating(d) || d == DType::Undefined || d == DType::C64 || d == DType::C128) needed[static_cast<size_t>(in)] = true;
+    }
   }
 }
 
@@ -295,8 +326,16 @@ void Builder::forward() {
 // gradient in fp32 and cast back by ToCopyBackward0 (op-probe softmax-bf16-1024: the 256
 // MiB copy in forward; in backward the fp32 gradient and product, then the bf16 gradient;
 // BoTNet's bf16 attention was 4.8% under).
+//
+// torch.export writes a region under autocast(enabled=False) and one under no_grad alike,
+// as a higher-order op's body (wrap_with_autocast, wrap_with_set_grad_enabled), and the
+// ONNX file keeps only that the op was in a body. A body no gradient reaches is a no_grad
+// region, where autocast still lowers: seqtrace35b sh_deepseek_v32_lm bf16, the indexer's
+// `@torch.no_grad()` wq_b linear casts its 1536 x 8192 weight to bf16 (25.2 MB, cached)
+// and writes a bf16 output.
 Autocast Builder::policy_of(int k) const {
-  if (g_.nodes[k].autocast_off) return Autocast::None;
+  const Node& n = g_.nodes[k];
+  if (n.autocast_off && !(n.body_autocast_off && !on_grad_path_[static_cast<size_t>(k)])) return Autocast::None;
   const Autocast a = info_[k] ? info_[k]->autocast : Autocast::Keep;
   if (a != Autocast::WidenHalf) return a;
   return low_ == DType::BF16 ? Autocast::Fp32 : Autocast::Widen;
@@ -374,10 +413,12 @@ void Builder::cast_inputs(ForwardCall& c) {
       if (want != DType::Undefined) {
         e.dtype = want;
         e.cast = true;
-        if (facts_[t].kind == TensorKind::Parameter && requires_grad_[t]) {
+        if ((facts_[t].kind == TensorKind::Parameter && requires_grad_[t]) || gradless_[t]) {
           // Autocast caches the low-precision copy of a leaf weight until the region ends;
           // only of one that requires grad (autocast_mode.cpp, can_try_cache): a frozen
-          // weight is cast anew at each use, the copy kept only if backward saves it.
+          // weight is cast anew at each use, the copy kept only if backward saves it. A
+          // parameter read only under no_grad still requires grad: its copy is cached
+          // (seqtrace35b, the DeepSeek V3.2 indexer's 25.2 MB wq_b, freed after forward).
           if (cache_[t] < 0) {
             cache_[t] = alloc(bytes_of(t, want), Category::AutocastCache, c.k);
             cached_.push_back(t);
@@ -403,7 +444,7 @@ bool Builder::records_grad(const ForwardCall& c) const {
   } else if (!c.info) {
     for (int t : c.ins) rg |= t >= 0 && requires_grad_[t];
   }
-  return rg;
+  return rg && on_grad_path_[static_cast<size_t>(c.k)];
 }
 
 // at::_convolution views a 1-D convolution as 2-D after `input = input.contiguous()`
@@ -443,9 +484,15 @@ void Builder::copy_strided_inputs(ForwardCall& c) {
       }
       continue;
     }
-    if (layout_[e.tensor].empty()) continue;
     const Tensor& t = g_.tensors[e.tensor];
     if (!t.shape || t.shape->size() < 3) continue;
+    if (const auto expanded = bmm_expanded_numel(c, e.tensor)) {
+      e.block = alloc(*expanded * Expr(dtype_size(e.dtype)), Category::Activations, c.k);
+      c.temps.push_back(e.block);
+      c.copied = true;
+      continue;
+    }
+    if (layout_[e.tensor].empty()) continue;
     switch (bmm_operand(c, e.tensor)) {
       case BmmOperand::Ready:
         continue;
@@ -459,6 +506,30 @@ void Builder::copy_strided_inputs(ForwardCall& c) {
         continue;
     }
   }
+}
+
+// How MatMul node k's batched operand `tensor` (the other batched too) reaches bmm
+// (bmm_batch) and its elements as expanded over the product's batch dims, or nullopt
+// where the shapes are unknown or an operand is a vector or a matrix.
+std::optional<std::pair<BmmBatch, Expr>> Builder::bmm_expansion(int k, int tensor) const {
+  const Node& n = g_.nodes[k];
+  if (!info_[k] || !info_[k]->bmm_operands || n.inputs.size() != 2 || n.outputs.empty()) return std::nullopt;
+  if (n.inputs[0] < 0 || n.inputs[1] < 0 || n.outputs[0] < 0 || tensor < 0) return std::nullopt;
+  const auto& a = g_.tensors[n.inputs[0]].shape;
+  const auto& b = g_.tensors[n.inputs[1]].shape;
+  const auto& out = g_.tensors[n.outputs[0]].shape;
+  const auto& shape = g_.tensors[tensor].shape;
+  if (!a || !b || !out || !shape || a->size() < 3 || b->size() < 3 || out->size() < 3) return std::nullopt;
+  const Shape batch(out->begin(), out->end() - 2);
+  return std::pair{bmm_batch(*shape, batch), product(batch) * (*shape)[shape->size() - 2] * shape->back()};
+}
+
+// The elements bmm copies of operand `tensor` of MatMul c: its expansion where it spans
+// the batch dims only in part (bmm_batch), nullopt where no such copy is made.
+std::optional<Expr> Builder::bmm_expanded_numel(const ForwardCall& c, int tensor) const {
+  const auto e = bmm_expansion(c.k, tensor);
+  if (!e || e->first != BmmBatch::Mixed) return std::nullopt;
+  return e->second;
 }
 
 // Whether einsum copies input i (einsum_reshape_copies), or nullopt where that rule does
@@ -477,21 +548,19 @@ Builder::BmmOperand Builder::bmm_operand(const ForwardCall& c, int tensor) const
   const auto& a = g_.tensors[c.ins[0]].shape;
   const auto& b = g_.tensors[c.ins[1]].shape;
   if (!a || !b || a->size() < 2 || b->size() < 2) return BmmOperand::Copied;
-  // The operand must span the broadcast batch dims itself: one expanded over them has
-  // stride 0 there, and its reshape copies.
+  // One that spans some batch dims and is broadcast over others is copied expanded
+  // (bmm_expanded_numel); one broadcast over all of them is a stride-0 view.
   const Shape& shape = *g_.tensors[tensor].shape;
   const Shape& other = *(tensor == c.ins[0] ? b : a);
   const size_t rank = shape.size();
-  if (other.size() > rank) return BmmOperand::Copied;
-  const Expr one(1);
-  Expr batch(1);
-  for (size_t i = 0; i + 2 < rank; ++i) {
-    if (i + other.size() >= rank) {  // the other's dim here, right-aligned
-      const Expr& o = other[i + other.size() - rank];
-      if (o != shape[i] && o != one) return BmmOperand::Copied;
+  if (other.size() >= 3 && rank >= 3) {
+    const auto& out = g_.tensors[c.outs[0]].shape;
+    if (!out || out->size() < 2 || bmm_batch(shape, Shape(out->begin(), out->end() - 2)) == BmmBatch::Mixed) {
+      return BmmOperand::Copied;
     }
-    batch = batch * shape[i];
   }
+  Expr batch(1);
+  for (size_t i = 0; i + 2 < rank; ++i) batch = batch * shape[i];
   const auto merged = reshape_layout(shape, layout_[tensor], Shape{batch, shape[rank - 2], shape[rank - 1]});
   if (!merged) return BmmOperand::Copied;
   // bmm (Blas.cpp, prepare_batch_matrix_for_cublas) takes a matrix whose rows or columns

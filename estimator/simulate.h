@@ -182,6 +182,11 @@ std::optional<bool> einsum_reshape_copies(const std::string& equation, size_t wh
 /// An expand of a contiguous tensor from shape `in` to `out`: its broadcast dims (stride 0)
 /// with a hole on either side of each run of them; {} when nothing is broadcast.
 std::vector<int8_t> broadcast_layout(const Shape& in, const Shape& out);
+/// How a batched operand (rank >= 3) of a MatMul whose other operand is batched too
+/// reaches bmm, given the product's batch dims `batch` (see layout.cc): spanning them
+/// itself, broadcast over all of them, or a mix (the expanded operand is copied).
+enum class BmmBatch { Spanned, Broadcast, Mixed };
+BmmBatch bmm_batch(const Shape& operand, const Shape& batch);
 /// A Transpose node's permutation of a `rank`-dim tensor: its perm attribute (the axes
 /// reversed when absent; negative entries counted from the end), or nullopt when it does
 /// not fit the rank.

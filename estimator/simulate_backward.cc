@@ -289,6 +289,10 @@ void Builder::backward_node(int k) {
   // (traces26 rnd21_151: an SE gate's x * s[N, C, 1, 1] on a channels-last map, 52 MB
   // beside two 26 MB maps; none when the map is contiguous, its H x W innermost).
   for (const auto& [b, t] : full) {
+    if (info && info->bmm_operands) {  // its sum (a bmm's output, contiguous) not modelled
+      unref(b);
+      continue;
+    }
     // The full gradient is grad * other: TensorIterator lays it out like the incoming
     // gradient, its first operand and of the full shape.
     const auto axes = g_.tensors[t].shape && g_.tensors[out0].shape
@@ -380,6 +384,10 @@ std::vector<std::pair<int, int>> Builder::input_gradients(int k) {
     } else {
       if (summed) {
         full.push_back({alloc(bytes_of(out0, run_dtype_[out0]), Category::Temporaries, k), t});
+      } else if (const auto e = bmm_expansion(k, t); e && e->first != BmmBatch::Spanned && letter == 'A') {
+        // BmmBackward makes a broadcast operand's gradient expanded, [batch, rows, cols];
+        // ExpandBackward sums it to the operand's shape.
+        full.push_back({alloc(e->second * Expr(dtype_size(d)), Category::Temporaries, k), t});
       } else if (letter == 'A' && computed_wider(k, d)) {
         wide.push_back(alloc(bytes_of(t, run_dtype_[out0]), Category::Temporaries, k));
       }

@@ -84,6 +84,7 @@ class Builder : public StepMemory {
   }
 
   void index_graph();
+  void mark_gradient_paths();
   void plan_checkpoints();
   void setup();
 
@@ -119,6 +120,8 @@ class Builder : public StepMemory {
   bool strided_1d_conv_input(int k) const;
   enum class BmmOperand { Ready, Cloned, Copied };
   BmmOperand bmm_operand(const ForwardCall& c, int tensor) const;
+  std::optional<std::pair<BmmBatch, Expr>> bmm_expansion(int k, int tensor) const;
+  std::optional<Expr> bmm_expanded_numel(const ForwardCall& c, int tensor) const;
   std::optional<bool> einsum_copies(const ForwardCall& c, size_t i) const;
   DType output_dtype(const ForwardCall& c, int o) const;
   void allocate_outputs(ForwardCall& c);
@@ -169,6 +172,7 @@ class Builder : public StepMemory {
   std::unique_ptr<ParallelModel> par_;  // --ddp / --fsdp (parallel.h), or none
   std::vector<TensorFacts> facts_;
   std::vector<bool> dead_, loss_node_;
+  std::vector<bool> on_grad_path_;  // per node: backward reaches it (mark_gradient_paths)
   // Each node's input tensors then its output tensors, packed like facts_: node k's
   // inputs are io_[io_at_[2k], io_at_[2k+1]), its outputs run to io_at_[2k+2].
   std::vector<int> io_;
@@ -183,6 +187,7 @@ class Builder : public StepMemory {
   std::vector<int> block_of_;
   std::vector<DType> run_dtype_;
   std::vector<bool> requires_grad_, node_rg_;
+  std::vector<bool> gradless_;   // per tensor: a parameter no gradient reaches (Graph::gradless_parameters)
   std::vector<bool> trainable_;  // per tensor: a parameter that trains (--train / --freeze)
   std::vector<bool> lora_a_;     // per node: in a peft LoRA adapter's lora_A (its input is cast to float)
   // Per tensor: for each logical dim, the storage dim it lives in; empty = contiguous.

@@ -123,6 +123,7 @@ HopCall hop_call(std::string_view trace) {
 
 void mark_autocast_block(std::string_view trace, Node& node) {
   if (const HopCall h = hop_call(trace); h.in_body) {
+    node.body_autocast_off = !node.autocast_off;
     node.autocast_off = true;
     node.float_inputs = h.cast_args;
   }

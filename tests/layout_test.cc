@@ -439,3 +439,18 @@ output z
   // The copy is still held when forward ends (512-byte blocks: 3,136 B take 3,584).
   CHECK(copied[2] - viewed[1] == 3584);
 }
+
+TEST_CASE("layout: a batched matmul operand spans the product's batch dims, is broadcast over all, or a mix") {
+  const Expr b = Expr::symbol("batch");
+  const Shape batch{b, Expr(4)};  // the product's batch dims [B, 4]
+  // [B, 4, n, m]: its own strides decide (bmm_operand).
+  CHECK(bmm_batch(Shape{b, Expr(4), Expr(3), Expr(5)}, batch) == BmmBatch::Spanned);
+  // [1, 1, n, m] and [n, m]-like [1, n, m]: all stride 0, the batch dims merge as a view.
+  CHECK(bmm_batch(Shape{Expr(1), Expr(1), Expr(3), Expr(5)}, batch) == BmmBatch::Broadcast);
+  CHECK(bmm_batch(Shape{Expr(1), Expr(3), Expr(5)}, batch) == BmmBatch::Broadcast);
+  // [B, 1, n, m] (timm's LambdaLayer v.unsqueeze(1)) and [4, n, m]: part of each, a copy.
+  CHECK(bmm_batch(Shape{b, Expr(1), Expr(3), Expr(5)}, batch) == BmmBatch::Mixed);
+  CHECK(bmm_batch(Shape{Expr(4), Expr(3), Expr(5)}, batch) == BmmBatch::Mixed);
+  // A batch dim of one element has no say: [B, 1] products need no expansion.
+  CHECK(bmm_batch(Shape{b, Expr(1), Expr(3), Expr(5)}, Shape{b, Expr(1)}) == BmmBatch::Spanned);
+}

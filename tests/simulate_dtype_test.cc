@@ -195,3 +195,52 @@ output y
   CHECK(forward_bytes(Amp::None, "up").empty());
   CHECK(forward_bytes(Amp::None, "down").empty());
 }
+
+TEST_CASE("a higher-order op's body no gradient reaches is a no_grad region: autocast lowers, the weight's copy is cached") {
+  // DeepSeek V3.2's `@torch.no_grad()` indexer as torch.export writes it: a body whose
+  // scores pick top-k indices, its weight wi read only there (a parameter no gradient
+  // reaches, lists_parameters). Under bf16 the indexer's MatMul casts wi ([16, 16] bf16,
+  // 512 B) into autocast's cache (wi still requires grad) and writes s in bf16 ([2, 16],
+  // 64 B). A body the gradient does reach is autocast(enabled=False): no cast, s in
+  // float32 (128 B); with wi trained the product is F.linear (memest::Linear).
+  // seqtrace35b sh_deepseek_v32_lm bf16: -7.0% before.
+  const char* text = R"(
+opset 17
+input x float32 batch,16
+param w float32 16,16
+param wi float32 16,16
+const k int64 1 = 2
+node memest::Linear x w -> h @proj
+node MatMul h wi -> s @indexer
+node TopK s k -> vals idx axis=-1 @indexer
+node GatherElements h idx -> y axis=-1 @pick
+output y
+)";
+  auto indexer_forward = [&](const char* reads) {
+    std::string t = text;
+    if (reads) t.replace(t.find("output y"), 8, std::string(reads) + "\noutput z");
+    Graph g = read_text_graph(t.c_str());
+    g.lists_parameters = true;
+    for (Node& n : g.nodes) {
+      if (n.module == "indexer") n.autocast_off = n.body_autocast_off = true;
+    }
+    AnalysisOptions o;
+    o.train.loss = Loss::Sum;
+    o.train.amp = Amp::BF16;
+    const Analysis a = analyze(std::move(g), o);
+    const Estimate e = estimate(a, 2);
+    std::vector<std::pair<Category, int64_t>> out;
+    for (const Event& ev : a.program.events) {
+      const Block& b = a.program.blocks[ev.block];
+      if (ev.kind == Event::Alloc && ev.iter == 0 && ev.phase == Phase::Forward && b.node >= 0 &&
+          a.graph.nodes[b.node].module == "indexer" && a.graph.nodes[b.node].op != "TopK") {
+        out.push_back({b.category, b.bytes.eval(e.bindings)});
+      }
+    }
+    return out;
+  };
+  using Blocks = std::vector<std::pair<Category, int64_t>>;
+  CHECK(indexer_forward(nullptr) == Blocks{{Category::AutocastCache, 512}, {Category::Activations, 64}});
+  // The scores also feed the loss: the gradient reaches the body, autocast is off there.
+  CHECK(indexer_forward("node Add y vals -> z @out") == Blocks{{Category::Activations, 128}});
+}

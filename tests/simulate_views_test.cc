@@ -134,9 +134,11 @@ TEST_CASE("batched matmul: a transposed operand whose batch dims merge is read a
   // LeViT's y = v @ attn.transpose(-2, -1), attn [B, 2, 4, 4] a Softmax output, v a weight
   // (so attn's transpose is kept for v's gradient). With v [B, 2, 3, 4], matmul reshapes
   // both to [2B, ., .]: the transpose's B and heads merge (a view) and its matrices are
-  // column-major, which bmm hands cuBLAS as they are: no copy; nor with v [2, 3, 4],
-  // broadcast over B (v's expand is what copies). An attn [B, 1, 4, 4] against v [B, 2, 3,
-  // 4] is expanded over the heads: its reshape copies, and bmm's backward keeps the copy.
+  // column-major, which bmm hands cuBLAS as they are: no copy. A v [2, 3, 4] spans the
+  // heads and is broadcast over B: expanded to [B, 2, 3, 4] (strides 0, 12, 4, 1) its B
+  // and heads do not merge, so the reshape copies the expanded v, [2B, 3, 4]. An attn
+  // [B, 1, 4, 4] against v [B, 2, 3, 4] is expanded over the heads: its reshape copies
+  // [2B, 4, 4], and bmm's backward keeps the copy.
   const auto forward_matmul_bytes = [](const char* x_shape, const char* v_shape) {
     const std::string text = std::string(R"(
 opset 17
@@ -154,10 +156,13 @@ output y
   };
   // The output [2, 2, 3, 4] only: 192 B.
   CHECK(forward_matmul_bytes("batch,2,4,4", "batch,2,3,4") == std::vector<int64_t>{192});
-  CHECK(forward_matmul_bytes("batch,2,4,4", "2,3,4") == std::vector<int64_t>{192});
-  // The copy of the transpose, then the output. (The copy is counted at the operand's own
-  // 2*1*4*4*4 = 128 B; torch's copies the expanded [2B, 4, 4], 256 B: not yet modelled.)
-  CHECK(forward_matmul_bytes("batch,1,4,4", "batch,2,3,4") == std::vector<int64_t>{128, 192});
+  // v's expanded copy, 2*2*3*4*4 = 192 B, then the output.
+  CHECK(forward_matmul_bytes("batch,2,4,4", "2,3,4") == std::vector<int64_t>{192, 192});
+  // The expanded copy of the transpose, 2*2*4*4*4 = 256 B, then the output.
+  CHECK(forward_matmul_bytes("batch,1,4,4", "batch,2,3,4") == std::vector<int64_t>{256, 192});
+  // A weight broadcast over every batch dim, [1, 1, 3, 4]: stride 0 throughout, the batch
+  // dims merge as a view and nothing is copied.
+  CHECK(forward_matmul_bytes("batch,2,4,4", "1,1,3,4") == std::vector<int64_t>{192});
 
   // A batch-innermost operand: b [3, 4, B] permuted (2, 0, 1) to [B, 3, 4] has stride 1
   // along B, neither rows nor columns: bmm clones it for the call, a temporary (96 B at
@@ -179,6 +184,57 @@ output y
   };
   CHECK(bytes(Category::Temporaries) == std::vector<int64_t>{96});
   CHECK(bytes(Category::Activations) == std::vector<int64_t>{64});  // y [2, 2, 4]
+}
+
+TEST_CASE("batched matmul: a broadcast operand's gradient is made expanded, then summed to its shape") {
+  // x [B, 2, 4, 4] @ v [2, 4, 3], v a weight broadcast over B: BmmBackward makes v's
+  // gradient as [2B, 4, 3] (2*2*4*3*4 = 192 B at batch 2), ExpandBackward sums it to v's
+  // [2, 4, 3] (96 B, the gradient); the expanded one is a temporary. (r, of the input
+  // alone, has no gradient.)
+  const char* text = R"(
+opset 17
+input x float32 batch,2,4,4
+param v float32 2,4,3
+node Relu x -> r @mm
+node MatMul r v -> y @mm
+output y
+)";
+  const Analysis a = analyze_sum_loss(text);
+  const Estimate e = estimate(a, 2);
+  const auto backward = [&](Category c) {
+    return allocated_bytes(a, e, Phase::Backward, [&](const Node& n, const Block& b) {
+      return n.op == "MatMul" && b.category == c;
+    });
+  };
+  CHECK(backward(Category::Temporaries) == std::vector<int64_t>{192});
+  CHECK(backward(Category::Gradients) == std::vector<int64_t>{96});
+}
+
+TEST_CASE("a node whose outputs reach the loss through no gradient keeps nothing for backward") {
+  // DeepSeek V3.2's sparse-attention indexer: scores computed under no_grad pick top-k
+  // indices. s = Softmax(h) reaches the loss only through TopK's indices, so autograd
+  // does not keep s (no gradient comes back to it): it goes after its last use in
+  // forward. The same Softmax on the path to the loss keeps its output into backward.
+  const auto softmax_freed_in = [](const char* tail) {
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,8
+param w float32 8,8
+const k int64 1 = 2
+node MatMul x w -> h @proj
+node Softmax h -> s axis=-1 @index
+node TopK s k -> vals idx axis=-1 @index
+)") + tail;
+    const Analysis a = analyze_sum_loss(text.c_str());
+    const int softmax = a.graph.tensors[a.graph.find_tensor("s")].producer;
+    const auto freed = std::find_if(a.program.events.begin(), a.program.events.end(), [&](const Event& ev) {
+      return ev.kind == Event::Free && ev.iter == 0 && a.program.blocks[ev.block].node == softmax;
+    });
+    REQUIRE(freed != a.program.events.end());
+    return freed->phase;
+  };
+  CHECK(softmax_freed_in("node GatherElements h idx -> y axis=-1 @pick\noutput y\n") == Phase::Forward);
+  CHECK(softmax_freed_in("node Mul s h -> y @pick\noutput y\n") == Phase::Backward);
 }
 
 namespace {
