@@ -107,6 +107,21 @@ class Fuser {
     return false;
   }
   bool is_param(int t) const { return t >= 0 && T(t).kind == TensorKind::Parameter; }
+  // Whether t is a parameter or is computed from parameters and constants alone, within
+  // `depth` nodes (torchvision's Swin V2 qkv bias: q_bias, v_bias and zeros, cloned and a
+  // third zeroed in place).
+  bool from_weights(int t, int depth = 6) const {
+    if (t < 0) return false;
+    const Tensor& ten = T(t);
+    if (ten.kind == TensorKind::Parameter || ten.kind == TensorKind::Constant || ten.value || ten.fvalue) return true;
+    if (ten.kind != TensorKind::Activation || ten.producer < 0 || depth == 0) return false;
+    const Node& p = g_.nodes[ten.producer];
+    if (p.dead || p.inputs.empty()) return p.op == "Constant" && !p.dead;
+    for (int in : p.inputs) {
+      if (in >= 0 && !from_weights(in, depth - 1)) return false;
+    }
+    return true;
+  }
   // The parameter t is, or is a view of (the legacy exporter's Unsqueeze of a
   // per-channel weight to [C, 1, 1]); -1 otherwise.
   int param_behind(int t) {

@@ -500,3 +500,43 @@ TEST_CASE("the reader marks the nodes of torch.nn's upsampling modules, and no o
   mark_upsample_module(other, ": m.Net/features.1: torch.nn.modules.conv.Conv1d/conv1d: aten.conv1d.default");
   CHECK(other.attr_int("upsample_module", 0) == 0);
 }
+
+TEST_CASE("a product's bias computed from parameters alone is still F.linear's; one from an activation is not") {
+  // torchvision's Swin V2 attention: qkv_bias = cat(q_bias, zeros, v_bias), the middle
+  // third zeroed; F.linear(x, qkv_weight, qkv_bias) of a 3-D x is MatMul + Add in the
+  // legacy export. Under autocast linear runs in half, bias and all: one Linear whose
+  // [2, 4, 12] output is fp16 (192 B at batch 2), not a float sum (384 B).
+  const auto linear_output = [](const char* bias) {
+    const std::string text = std::string(R"(
+opset 17
+input x float32 batch,4,8
+param w float32 12,8
+param q_bias float32 4
+param v_bias float32 4
+const zeros float32 4 = 0,0,0,0
+node Concat q_bias zeros v_bias -> qkv_bias axis=0
+node Transpose w -> wt perm=[1,0] @attn
+node MatMul x wt -> m @attn
+)") + bias + "\nnode Add m b -> y @attn\noutput y\n";
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    cfg.amp = Amp::FP16;
+    return analyze_text(text.c_str(), cfg);
+  };
+  const Analysis weights = linear_output("node Identity qkv_bias -> b");
+  CHECK(live_ops(weights).count("Linear") == 1);
+  CHECK(live_ops(weights).count("Add") == 0);
+  const Estimate e = estimate(weights, 2);
+  const int y = weights.graph.find_tensor("y");
+  const int producer = weights.graph.tensors[y].producer;
+  const std::vector<int64_t> out = testing::allocated_bytes(weights, e, Phase::Forward, [&](const Node& n, const Block& b) {
+    return &n == &weights.graph.nodes[producer] && b.category == Category::Activations;
+  });
+  REQUIRE_FALSE(out.empty());
+  CHECK(out.back() == 2 * 4 * 12 * 2);
+  // A bias that depends on the input is a sum of the code's: the product alone is the
+  // Linear (no bias), the Add stays.
+  const Analysis data = linear_output("node ReduceMean x -> xm axes=[0,1] keepdims=0\nnode Concat xm q_bias -> b axis=0");
+  CHECK(live_ops(data).count("Linear") == 1);
+  CHECK(live_ops(data).count("Add") == 1);
+}
