@@ -107,18 +107,19 @@ class Fuser {
     return false;
   }
   bool is_param(int t) const { return t >= 0 && T(t).kind == TensorKind::Parameter; }
-  // Whether t is a parameter or is computed from parameters and constants alone, within
-  // `depth` nodes (torchvision's Swin V2 qkv bias: q_bias, v_bias and zeros, cloned and a
-  // third zeroed in place).
-  bool from_weights(int t, int depth = 6) const {
+  // Whether t is a parameter or is computed from parameters and constants alone, looking
+  // at most `budget` nodes up (torchvision's Swin V2 qkv bias: q_bias, v_bias and zeros,
+  // cloned and a third zeroed in place); false past the budget.
+  bool from_weights(int t, int budget = 32) const { return from_weights_within(t, budget); }
+  bool from_weights_within(int t, int& budget) const {
     if (t < 0) return false;
     const Tensor& ten = T(t);
     if (ten.kind == TensorKind::Parameter || ten.kind == TensorKind::Constant || ten.value || ten.fvalue) return true;
-    if (ten.kind != TensorKind::Activation || ten.producer < 0 || depth == 0) return false;
+    if (ten.kind != TensorKind::Activation || ten.producer < 0 || --budget < 0) return false;
     const Node& p = g_.nodes[ten.producer];
-    if (p.dead || p.inputs.empty()) return p.op == "Constant" && !p.dead;
+    if (p.dead) return false;
     for (int in : p.inputs) {
-      if (in >= 0 && !from_weights(in, depth - 1)) return false;
+      if (in >= 0 && !from_weights_within(in, budget)) return false;
     }
     return true;
   }
