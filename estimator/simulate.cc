@@ -144,11 +144,12 @@ void Builder::index_graph() {
 // Which nodes backward reaches: those with an output whose gradient the loss needs, or
 // that is a graph output the caller holds, through every input that is not integral or
 // boolean (autograd's rule; OpInfo::grad_of is memest's model of which gradients it
-// makes, and a fused attention's learned bias has none there but is trained). Autograd keeps nothing for the rest: DeepSeek V3.2's and
-// GLM-MoE-DSA's sparse-attention indexer runs under `@torch.no_grad()` (its scores
-// only pick top-k indices), and a recorded graph with no way to the loss is freed with
-// its last output (sample17 sh_glm_moe_dsa_lm: its saved operands held through
-// backward, +11.6%). Without a loss every node counts as reached.
+// makes, and a fused attention's learned bias has none there but is trained). Autograd
+// keeps nothing for the rest: DeepSeek V3.2's and GLM-MoE-DSA's sparse-attention
+// indexer runs under `@torch.no_grad()` (its scores only pick top-k indices), and a
+// recorded graph with no way to the loss is freed with its last output (sample17
+// sh_glm_moe_dsa_lm: its saved operands held through backward, +11.6%). Without a loss
+// every node counts as reached.
 void Builder::mark_gradient_paths() {
   const size_t nn = g_.nodes.size();
   on_grad_path_.assign(nn, true);
@@ -164,7 +165,8 @@ void Builder::mark_gradient_paths() {
     for (int in : n.inputs) {
       if (in < 0) continue;
       const DType d = g_.tensors[in].dtype;
-      if (is_floating(d) || d == DType::Undefined || d == DType::C64 || d == DType::C128) needed[static_cast<size_t>(in)] = true;
+      const bool carries = is_floating(d) || d == DType::Undefined || d == DType::C64 || d == DType::C128;
+      if (carries) needed[static_cast<size_t>(in)] = true;
     }
   }
 }
