@@ -11,6 +11,7 @@
 #include "estimator/norm_casts.h"
 #include "estimator/finetune.h"
 #include "estimator/fuse.h"
+#include "estimator/gradient_reach.h"
 #include "estimator/loss.h"
 #include "estimator/ops/registry.h"
 #include "estimator/shapes.h"
@@ -54,20 +55,11 @@ std::set<SymbolId> batch_symbols(const Graph& g) {
 // (read only under torch.no_grad()) stays torch's parameter in the count:
 // Graph::gradless_parameters.
 void demote_untrained_parameters(Graph& g) {
-  std::vector<bool> needed(g.tensors.size(), false);
   bool outputs = false;
-  for (size_t t = 0; t < g.tensors.size(); ++t) outputs |= needed[t] = g.tensors[t].graph_output;
+  for (const Tensor& t : g.tensors) outputs |= t.graph_output;
   if (!outputs) return;  // a graph that names no output: nothing to tell weights from buffers by
-  for (size_t k = g.nodes.size(); k-- > 0;) {
-    const Node& n = g.nodes[k];
-    if (n.dead) continue;
-    bool any = false;
-    for (int out : n.outputs) any |= out >= 0 && needed[out] && is_floating(g.tensors[out].dtype);
-    if (!any) continue;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] >= 0 && (!n.info || n.info->grad_of(i) != 'N')) needed[n.inputs[i]] = true;
-    }
-  }
+  const std::vector<bool> needed =
+      gradient_reach(g, [](const Node& n, size_t i) { return !n.info || n.info->grad_of(i) != 'N'; });
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
     if (ten.kind != TensorKind::Parameter || needed[t] || ten.consumers.empty()) continue;

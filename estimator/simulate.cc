@@ -4,6 +4,8 @@
 // GradScaler, the cuBLAS workspace, and the previous iteration's out and loss.
 #include "estimator/simulate_builder.h"
 
+#include "estimator/gradient_reach.h"
+
 namespace memest::sim {
 namespace {
 
@@ -154,20 +156,14 @@ void Builder::mark_gradient_paths() {
   const size_t nn = g_.nodes.size();
   on_grad_path_.assign(nn, true);
   if (seed_ < 0) return;
-  std::vector<bool> needed(g_.tensors.size(), false);
-  for (size_t t = 0; t < g_.tensors.size(); ++t) needed[t] = g_.tensors[t].graph_output;
-  for (size_t k = nn; k-- > 0;) {
-    const Node& n = g_.nodes[k];
+  const std::vector<bool> needed = gradient_reach(g_, [&](const Node& n, size_t i) {
+    const DType d = g_.tensors[n.inputs[i]].dtype;
+    return is_floating(d) || d == DType::Undefined || d == DType::C64 || d == DType::C128;
+  });
+  for (size_t k = 0; k < nn; ++k) {
     bool reached = false;
-    for (int o : n.outputs) reached |= o >= 0 && needed[static_cast<size_t>(o)];
+    for (int o : g_.nodes[k].outputs) reached |= o >= 0 && needed[static_cast<size_t>(o)];
     on_grad_path_[k] = reached;
-    if (!reached) continue;
-    for (int in : n.inputs) {
-      if (in < 0) continue;
-      const DType d = g_.tensors[in].dtype;
-      const bool carries = is_floating(d) || d == DType::Undefined || d == DType::C64 || d == DType::C128;
-      if (carries) needed[static_cast<size_t>(in)] = true;
-    }
   }
 }
 
@@ -550,17 +546,13 @@ Builder::BmmOperand Builder::bmm_operand(const ForwardCall& c, int tensor) const
   const auto& a = g_.tensors[c.ins[0]].shape;
   const auto& b = g_.tensors[c.ins[1]].shape;
   if (!a || !b || a->size() < 2 || b->size() < 2) return BmmOperand::Copied;
-  // One that spans some batch dims and is broadcast over others is copied expanded
-  // (bmm_expanded_numel); one broadcast over all of them is a stride-0 view.
+  // One that spans some batch dims and is broadcast over others copy_strided_inputs has
+  // copied expanded already (bmm_expanded_numel), where the shapes say so; one broadcast
+  // over all of them is a stride-0 view.
   const Shape& shape = *g_.tensors[tensor].shape;
   const Shape& other = *(tensor == c.ins[0] ? b : a);
   const size_t rank = shape.size();
-  if (other.size() >= 3 && rank >= 3) {
-    const auto& out = g_.tensors[c.outs[0]].shape;
-    if (!out || out->size() < 2 || bmm_batch(shape, Shape(out->begin(), out->end() - 2)) == BmmBatch::Mixed) {
-      return BmmOperand::Copied;
-    }
-  }
+  if (other.size() >= 3 && rank >= 3 && !g_.tensors[c.outs[0]].shape) return BmmOperand::Copied;
   Expr batch(1);
   for (size_t i = 0; i + 2 < rank; ++i) batch = batch * shape[i];
   const auto merged = reshape_layout(shape, layout_[tensor], Shape{batch, shape[rank - 2], shape[rank - 1]});
