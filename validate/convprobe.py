@@ -246,6 +246,25 @@ def draw_dilated(r):
     return c
 
 
+def draw_strided_dilated(r):
+    """Convolutions both strided and dilated (1-D, 2-D and some 3-D; dense and grouped; any
+    precision), which `draw` never combines: blind31's rnd39_142 (a 7x7 stride-2
+    dilation-2 2-D layer) took 26.6 MB in its weight gradient where the envelope said 14.6."""
+    nd = r.choices([1, 2, 3], [3, 5, 2])[0]
+    c = draw(r)
+    while c["transposed"] or c["nd"] != nd or c["groups"] == c["cin"]:
+        c = draw(r)
+    c["k"] = r.choice([2, 3, 3, 5, 7] if nd < 3 else [3, 3, 5, 7])
+    c["stride"] = r.choice([2, 2, 3, 4])
+    c["dil"] = r.choice([2, 2, 3, 4])
+    reach = c["dil"] * (c["k"] - 1) + 1
+    c["pad"] = (c["dil"] * (c["k"] - 1)) // 2 if r.random() < 0.7 else 0
+    c["spatial"] = [max(s, reach) for s in c["spatial"]]
+    per_sample = max(c["cin"], c["cout"]) * _prod(c["spatial"])
+    c["n"] = min(c["n"], max(1, int(2 ** 27 // per_sample)))
+    return c
+
+
 def draw_conv1d_long(r):
     """1-D convolutions with long kernels (8 to 128 taps), dense and grouped: wav2letter's
     kernel-32 layers (-11% to -37%) and wav2vec2's positional convolution (kernel 128, 16
@@ -337,7 +356,7 @@ def draw_pointwise_leaf(r):
             return c
 
 
-FAMILIES = {"any": draw, "table": draw_table, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
+FAMILIES = {"any": draw, "strided-dilated": draw_strided_dilated, "table": draw_table, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,
