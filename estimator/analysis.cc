@@ -225,10 +225,13 @@ void explicit_pads_pass(PassState& s) { split_asymmetric_pads(s.g); }
 // The legacy exporter's tensor_split loops, back into Slices (estimator/sequence_split.h).
 void sequence_split_pass(PassState& s) { split_sequence_loops(s.g); }
 
-// The casts of transformers' RMSNorm that a float32 export dropped (estimator/norm_casts.h).
+// The casts a float32 export dropped: transformers' RMSNorm, the legacy `x.float() ... .to(x_dtype)`,
+// a parameter's `.to(x_dtype)` there, timm's EvoNorm (estimator/norm_casts.h).
 void norm_casts_pass(PassState& s) {
   restore_norm_casts(s.g);
   restore_cast_backs(s.g);
+  restore_parameter_casts(s.g);
+  restore_module_casts(s.g);
 }
 
 void sort_pass(PassState& s) { verify_and_sort(s.g); }
@@ -294,7 +297,7 @@ const Pass kPasses[] = {
     {"bind-dims", bind_dims_pass, &StageTimes::bind},  // batch and --dim symbols
     {"explicit-pads", explicit_pads_pass, &StageTimes::sort},  // the Pad an asymmetric conv pad was
     {"sequence-split", sequence_split_pass, &StageTimes::sort},  // tensor_split's Loop as Slices
-    {"norm-casts", norm_casts_pass, &StageTimes::sort},        // RMSNorm casts a float32 export dropped
+    {"norm-casts", norm_casts_pass, &StageTimes::sort},        // norm casts a float32 export dropped
     {"sort", sort_pass, &StageTimes::sort},            // topological order, well-formedness
     {"shapes", shapes_pass, &StageTimes::shapes},      // dtypes and symbolic shapes, op tables
     {"upcast-matmuls", upcast_matmuls_pass, &StageTimes::shapes},  // float32 products of .float() operands

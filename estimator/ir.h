@@ -190,13 +190,16 @@ struct Node {
   bool dead = false;              ///< removed by a pass (kept to keep indices stable)
   bool autocast_off = false;      ///< inside a module that disables autocast (ops/modules.cc)
   bool keeps_locals = false;      ///< its module's forward keeps submodule results in locals (frames.h)
+  /// its module's forward computes statistics of `x.float()` and casts them and its
+  /// parameters to x's dtype (ops/modules.cc; norm_casts.h restore_module_casts)
+  bool casts_to_input = false;
   /// autocast_off only because the node is in a higher-order op's body (pystack.h
   /// hop_call), which torch.export also writes for a no_grad region: the simulator keeps
   /// autocast on where no gradient reaches the body (Builder::policy_of).
   bool body_autocast_off = false;
-  /// Bit i: input i was cast to float32 by the Python code (x.float() inside a disabled
+  /// Bit i (of the first 16): input i was cast to float32 by the Python code (x.float() inside a disabled
   /// autocast block), a no-op in an fp32 export and so not in the graph (pystack.h hop_call).
-  uint32_t float_inputs = 0;
+  uint16_t float_inputs = 0;
   int py_stack = -1;              ///< Graph::python.stacks id; -1 when the file has no trace
   /// Graph::calls id: the one aten op call (dynamo's FX node) this ONNX node is part of,
   /// when the exporter wrote that call as several nodes; -1 otherwise.

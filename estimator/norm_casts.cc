@@ -1,6 +1,7 @@
-// transformers' RMSNorm casts, put back (norm_casts.h).
+// Casts a float32 export dropped, put back (norm_casts.h): transformers' RMSNorm, the
+// legacy spelling of `x.float() ... .to(x_dtype)`, and timm's EvoNorm.
 //
-// The code (modeling_llama.py LlamaRMSNorm.forward; Qwen3, OLMo2, Mistral and the rest
+// RMSNorm's code (modeling_llama.py LlamaRMSNorm.forward; Qwen3, OLMo2, Mistral and the rest
 // copy it):
 //     input_dtype = hidden_states.dtype
 //     hidden_states = hidden_states.to(torch.float32)
@@ -15,6 +16,9 @@
 // sh_deepseek_v3_cls +5.3%, every one of them within 0.1% in float32; with the casts put
 // back, within 0.1% in bf16 too.
 #include "estimator/norm_casts.h"
+
+#include "estimator/ops/op_info.h"
+#include "estimator/ops/registry.h"
 
 #include <optional>
 #include <algorithm>
@@ -174,6 +178,88 @@ int upcast_source(const Graph& g, int t) {
   return source;
 }
 
+
+// A view a parameter passes through before an elementwise op reads it
+// (`self.weight.view(v_shape)`), by the op tables.
+bool is_view(const Node& n) {
+  const OpInfo* info = find_op(std::string(n.domain), std::string(n.op));
+  return info && info->view;
+}
+
+// Whether t is a parameter, or a view of one through at most a few views.
+bool from_parameter(const Graph& g, int t) {
+  for (int depth = 0; depth < 4 && t >= 0; ++depth) {
+    if (g.tensors[t].kind == TensorKind::Parameter) return true;
+    const int p = g.tensors[t].producer;
+    if (p < 0 || g.nodes[p].dead || !is_view(g.nodes[p]) || g.nodes[p].inputs.empty()) return false;
+    t = g.nodes[p].inputs[0];
+  }
+  return false;
+}
+
+bool is_activation(const Graph& g, int t) {
+  if (t < 0 || g.tensors[t].kind != TensorKind::Activation) return false;
+  const int p = g.tensors[t].producer;
+  return p >= 0 && g.nodes[p].op != "Constant";
+}
+
+// An op of two operands whose result dtype is their promotion (Autocast::Promote: Add,
+// Mul, Div, ...): where a float32 parameter makes a half activation's result float32.
+bool promotes(const Node& n) {
+  if (n.inputs.size() != 2) return false;
+  const OpInfo* info = find_op(std::string(n.domain), std::string(n.op));
+  return info && info->autocast == Autocast::Promote;
+}
+
+// The other operand of binary node n when `operand` is one of its inputs, else -1.
+int other_operand(const Node& n, int operand) {
+  if (n.inputs[0] == operand) return n.inputs[1];
+  return n.inputs[1] == operand ? n.inputs[0] : -1;
+}
+
+// Readers of x in a casts_to_input module that compute a statistic of it: the mean, the
+// deviation from a mean of x (`var` decomposed), the square (`x.square()`, Pow(x, 2)).
+std::vector<int> statistic_readers(const Graph& g, int x) {
+  std::vector<int> out;
+  for (int r : g.tensors[x].consumers) {
+    const Node& n = g.nodes[r];
+    if (n.dead || !n.casts_to_input) continue;
+    bool stat = n.op == "ReduceMean" || (n.op == "Pow" && n.inputs.size() == 2 && is_two(g, n.inputs[1]));
+    if (n.op == "Mul" && n.inputs.size() == 2) stat = n.inputs[0] == x && n.inputs[1] == x;
+    if (n.op == "Sub" && n.inputs.size() == 2 && n.inputs[0] == x) {
+      const int mean = made_by(g, n.inputs[1], "ReduceMean");
+      stat = mean >= 0 && g.nodes[mean].inputs[0] == x;
+    }
+    if (stat) out.push_back(r);
+  }
+  return out;
+}
+
+// The Sqrt nodes the statistic of `up` reaches within its module (`.add(eps).sqrt()`,
+// after which EvoNorm casts back), walking at most a few nodes forward; `seen` gets the
+// nodes walked.
+std::vector<int> statistic_roots(const Graph& g, int up, std::vector<int>& seen) {
+  std::vector<int> roots, frontier = {up};
+  seen.clear();
+  while (!frontier.empty() && seen.size() < 24) {
+    const int t = frontier.back();
+    frontier.pop_back();
+    for (int r : g.tensors[t].consumers) {
+      const Node& n = g.nodes[r];
+      if (n.dead || !n.casts_to_input || std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
+      seen.push_back(r);
+      if (n.op == "Sqrt") {
+        roots.push_back(r);
+        continue;
+      }
+      for (int out : n.outputs) {
+        if (out >= 0) frontier.push_back(out);
+      }
+    }
+  }
+  return roots;
+}
+
 }  // namespace
 
 int restore_norm_casts(Graph& g) {
@@ -240,6 +326,111 @@ int restore_cast_backs(Graph& g) {
     ++changed;
   }
   if (changed > 0) g.relink();
+  return changed;
+}
+
+
+int restore_parameter_casts(Graph& g) {
+  // Modules that cast a statistic back to their input's dtype (restore_cast_backs's
+  // CastLike, or the file's own): code written for autocast, where a parameter's `.to(`
+  // follows the input. Elsewhere a parameter's Cast is as likely `.to(device)` (BART's
+  // `final_logits_bias.to(lm_logits.device)`, whose sum with half logits is float32).
+  std::vector<Atom> aware;
+  for (const Node& n : g.nodes) {
+    if (!n.dead && n.op == "CastLike" && std::find(aware.begin(), aware.end(), n.module) == aware.end()) {
+      aware.push_back(n.module);
+    }
+  }
+  if (aware.empty()) return 0;
+  g.relink();
+  int changed = 0;
+  for (Node& n : g.nodes) {
+    if (n.dead || n.op != "Cast" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.empty() ||
+        n.attr_int("to", 0) != 1 || !from_parameter(g, n.inputs[0]) ||
+        std::find(aware.begin(), aware.end(), n.module) == aware.end()) {
+      continue;
+    }
+    const int reader = sole_reader(g, n.outputs[0]);
+    if (reader < 0 || !promotes(g.nodes[reader])) continue;
+    const int x = other_operand(g.nodes[reader], n.outputs[0]);
+    if (!is_activation(g, x)) continue;
+    n.op = "CastLike";
+    n.attrs = Attrs();
+    n.inputs = {n.inputs[0], x};
+    ++changed;
+  }
+  if (changed > 0) g.relink();
+  return changed;
+}
+
+int restore_module_casts(Graph& g) {
+  bool any = false;
+  for (const Node& n : g.nodes) any |= !n.dead && n.casts_to_input;
+  if (!any) return 0;
+  g.relink();
+  std::vector<std::vector<Node>> before(g.nodes.size()), after(g.nodes.size());
+  int changed = 0;
+  // `self.weight.view(v_shape).to(x_dtype)`: the parameter operand follows x.
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    Node& n = g.nodes[k];
+    if (n.dead || !n.casts_to_input || !promotes(n)) continue;
+    for (int i = 0; i < 2; ++i) {
+      const int p = n.inputs[i], x = n.inputs[1 - i];
+      if (!from_parameter(g, p) || !is_activation(g, x)) continue;
+      const std::string base = std::string(n.name.view()) + "_param" + std::to_string(i);
+      const int cast = g.new_tensor(base + "_to_input");
+      g.tensors[cast].dtype = g.tensors[x].dtype;
+      before[k].push_back(cast_node(n, base + "_cast", {p, x}, cast));
+      n.inputs[i] = cast;
+      ++changed;
+    }
+  }
+  // `x.float().var(...).add(eps).sqrt().to(x_dtype)`: one float copy that the statistic
+  // reads, and its root cast back to x's dtype.
+  std::vector<bool> in_statistic(g.nodes.size(), false);  // what a statistic's walk took
+  std::vector<int> walked;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const int x = static_cast<int>(t);
+    // Not x's copy, nor what is computed from it (a second run: upcast_source).
+    if (!is_activation(g, x) || made_by(g, x, "Cast") >= 0 || in_statistic[g.tensors[x].producer] ||
+        upcast_source(g, x) >= 0) {
+      continue;
+    }
+    const std::vector<int> readers = statistic_readers(g, x);
+    if (readers.empty()) continue;
+    const int first = *std::min_element(readers.begin(), readers.end());
+    const std::string base = std::string(g.nodes[first].name.view());
+    const int up = g.new_tensor(base + "_x_float");
+    g.tensors[up].dtype = DType::F32;
+    before[static_cast<size_t>(first)].push_back(cast_node(g.nodes[first], base + "_upcast", {x}, up));
+    for (int r : readers) {
+      for (int& in : g.nodes[r].inputs) {
+        if (in == x) in = up;
+      }
+    }
+    g.tensors[up].consumers = readers;  // read by statistic_roots before the relink below
+    const std::vector<int> roots = statistic_roots(g, up, walked);
+    for (int w : walked) in_statistic[static_cast<size_t>(w)] = true;
+    for (int root : roots) {
+      Node& sq = g.nodes[root];
+      const int out = sq.outputs[0];
+      const int fp = g.new_tensor(std::string(sq.name.view()) + "_float");
+      g.tensors[fp].dtype = DType::F32;
+      sq.outputs[0] = fp;
+      after[static_cast<size_t>(root)].push_back(cast_node(sq, std::string(sq.name.view()) + "_cast_back", {fp, x}, out));
+    }
+    ++changed;
+  }
+  if (changed == 0) return 0;
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size() + static_cast<size_t>(changed) * 2);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (Node& n : before[k]) nodes.push_back(std::move(n));
+    nodes.push_back(std::move(g.nodes[k]));
+    for (Node& n : after[k]) nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  g.relink();
   return changed;
 }
 

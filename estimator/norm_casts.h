@@ -1,4 +1,4 @@
-// The casts of transformers' RMSNorm, put back where a float32 export dropped them.
+// The casts a float32 export dropped (transformers' RMSNorm, timm's EvoNorm), put back.
 #pragma once
 
 #include "estimator/ir.h"
@@ -25,5 +25,23 @@ int restore_norm_casts(Graph& g);
 /// .add(eps).sqrt().to(x_dtype)`, whose expanded copy the GPU holds in bf16). Such a Cast
 /// becomes CastLike(y, x). Returns how many.
 int restore_cast_backs(Graph& g);
+
+/// `self.weight.view(v_shape).to(x_dtype)` as the legacy exporter writes it from a float32
+/// trace: a Cast to float of a parameter (through views) that an elementwise op reads with
+/// an activation x, in a module that also casts a statistic back to its input's dtype
+/// (a CastLike there: restore_cast_backs). Under autocast the parameter follows x's half
+/// dtype, and so does the product, where the parameter alone would promote it to float32
+/// (timm's EvoNorm scales by every parameter so). Run after restore_cast_backs. Such a
+/// Cast becomes CastLike(w, x). Returns how many.
+int restore_parameter_casts(Graph& g);
+
+/// The casts of a module whose class casts to its input's dtype (Node::casts_to_input,
+/// ops/modules.cc: timm's EvoNorm), which a float32 dynamo export keeps none of: each
+/// parameter operand of its elementwise ops becomes CastLike(w, x); a statistic of an
+/// activation x (its mean, its deviation from that mean, its square) reads one Cast(x,
+/// float) (`x.float()`, a copy the variance's backward keeps under autocast), and the
+/// Sqrt that statistic reaches is cast back to x's dtype (`.sqrt().to(x_dtype)`). Runs
+/// before the sort pass (it adds nodes); returns how many casts it put back.
+int restore_module_casts(Graph& g);
 
 }  // namespace memest

@@ -407,7 +407,7 @@ void Builder::cast_inputs(ForwardCall& c) {
       if (c.policy == Autocast::Lower && e.dtype != low_) want = low_;
       if (c.policy == Autocast::Fp32 && e.dtype != DType::F32) want = DType::F32;
       // x.float() inside a disabled autocast block (Node::float_inputs): a copy backward keeps.
-      if (i < 32 && (c.n.float_inputs >> i & 1u) && e.dtype != DType::F32) want = DType::F32;
+      if (i < 16 && (c.n.float_inputs >> i & 1u) && e.dtype != DType::F32) want = DType::F32;
       if (want != DType::Undefined) {
         e.dtype = want;
         e.cast = true;

@@ -110,10 +110,10 @@ class ScopeCache {
   Atom module_;
 };
 
-// With `autocast_off`, also whether one of the node's modules disables autocast.
-// `ns`: the node's "namespace" metadata ("" when none).
-Atom module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes, bool* autocast_off = nullptr,
-               bool* locals = nullptr) {
+// With `node`, also what the module classes say of it (ops/modules.cc): whether one of
+// them disables autocast, and whether the innermost keeps locals or casts to its input's
+// dtype. `ns`: the node's "namespace" metadata ("" when none).
+Atom module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes, Node* node = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -129,9 +129,12 @@ Atom module_of(const NodeView& n, std::string_view ns, ScopeCache& scopes, bool*
       if (!type.starts_with("aten.") && !type.starts_with("prims.")) {
         if (!module.empty() && is_numbered_child(name, module)) scopes.containers.emplace(module);
         module = name;
-        if (locals) *locals = module_keeps_locals(type);
+        if (node) {
+          node->keeps_locals = module_keeps_locals(type);
+          node->casts_to_input = module_casts_to_input(type);
+        }
       }
-      if (autocast_off && !type.empty() && module_disables_autocast(type)) *autocast_off = true;
+      if (node && !type.empty() && module_disables_autocast(type)) node->autocast_off = true;
       if (slash == std::string_view::npos) break;
       start = slash + 1;
     }
@@ -436,7 +439,7 @@ class Lowering {
     // The dynamo exporter's metadata, looked up once: the namespace serves the module
     // path, the aten call and the BatchNorm repair below.
     const std::string_view ns = n.metadata.empty() ? std::string_view() : node_metadata(n, "namespace");
-    node.module = module_of(n, ns, scopes_, &node.autocast_off, &node.keeps_locals);
+    node.module = module_of(n, ns, scopes_, &node);
     if (node.module.empty()) node.module = outer_module;
     std::string_view trace;  // the stack trace, read once (py_stack, mark_rms_norm)
     if (!n.metadata.empty()) {

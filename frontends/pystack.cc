@@ -109,12 +109,12 @@ HopCall hop_call(std::string_view trace) {
   size_t close = 0;
   for (; close < args.size() && depth > 0; ++close) depth += args[close] == '(' ? 1 : args[close] == ')' ? -1 : 0;
   args = args.substr(0, depth == 0 ? close - 1 : args.size());
-  for (uint32_t i = 0; i < 32 && !args.empty(); ++i) {
+  for (uint32_t i = 0; i < 16 && !args.empty(); ++i) {
     const size_t comma = find_top_level(args, [](size_t, char c) { return c == ','; });
     const std::string_view arg = trim(args.substr(0, comma));
     const std::string_view suffix = arg.starts_with("to_") ? arg.substr(3) : std::string_view("0");
     const bool digits = !suffix.empty() && suffix.find_first_not_of("0123456789") == std::string_view::npos;
-    if (arg == "to" || (arg.starts_with("to_") && digits)) h.cast_args |= 1u << i;
+    if (arg == "to" || (arg.starts_with("to_") && digits)) h.cast_args = static_cast<uint16_t>(h.cast_args | 1u << i);
     if (comma == std::string_view::npos) break;
     args = args.substr(comma + 1);
   }

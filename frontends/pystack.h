@@ -43,10 +43,10 @@ Assignment assigned_names(std::string_view code);
 /// transformers' rotary embeddings. Inside, `q.float()` is an aten.to call, a no-op in
 /// an fp32 export and so absent from the graph, whose result the body's code names "to"
 /// or "to_N": `cast_args` has bit i set when positional argument i of the node's aten
-/// call is one.
+/// call is one (of the first 16).
 struct HopCall {
   bool in_body = false;
-  uint32_t cast_args = 0;
+  uint16_t cast_args = 0;
 };
 HopCall hop_call(std::string_view trace);
 /// For a node in such a body: autocast off, and its .float() arguments (Node::float_inputs).

@@ -5,6 +5,7 @@
 
 #include "estimator/analysis.h"
 #include "estimator/norm_casts.h"
+#include "estimator/ops/registry.h"
 #include "frontends/text_reader.h"
 #include "tests/simulate_test_util.h"
 
@@ -215,4 +216,132 @@ output out
   const Estimate e = estimate(a, 2);
   const auto mul = testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block&) { return n.op == "Mul"; });
   CHECK(mul == std::vector<int64_t>{16});
+}
+
+TEST_CASE("parameter casts: a weight's float Cast in a module that casts back follows x; `.to(device)` stays") {
+  // timm's EvoNorm in a legacy float32 export: `x.float()...sqrt().to(x_dtype)` (two
+  // float Casts, restore_cast_backs makes the second a CastLike) and
+  // `self.weight.view(v_shape).to(x_dtype)` (a float Cast of the weight). BART's
+  // `self.final_logits_bias.to(lm_logits.device)` is a float Cast of a weight too, at the
+  // top level where nothing casts back: it stays, and its sum with half logits is float.
+  const char* text = R"(
+opset 17
+input x float32 batch,8
+param w float32 4,8
+param gamma float32 4
+param bias float32 4
+node memest::Linear x w -> h
+node Cast h -> hf to=1 @norm
+node ReduceMean hf -> m axes=[-1] keepdims=1 @norm
+node Sqrt m -> s @norm
+node Cast s -> sb to=1 @norm
+node Div h sb -> d @norm
+node Reshape gamma -> gv shape=[1,4] @norm
+node Cast gv -> gc to=1 @norm
+node Mul d gc -> y @norm
+node Cast bias -> bc to=1
+node Add y bc -> out
+output out
+)";
+  Graph g = read_text_graph(text);
+  CHECK(restore_cast_backs(g) == 1);
+  CHECK(restore_parameter_casts(g) == 1);
+  CHECK(made(g, "gc")->op == "CastLike");
+  CHECK(made(g, "gc")->inputs[0] == g.find_tensor("gv"));
+  CHECK(made(g, "gc")->inputs[1] == g.find_tensor("d"));
+  CHECK(made(g, "bc")->op == "Cast");
+  // Under fp16 at batch 2: d and y are half, [2, 4] x 2 B = 16 B each; out is float
+  // (32 B): the bias promotes it. The literal Cast of gamma made y float (32 B).
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  o.train.amp = Amp::FP16;
+  const Analysis a = analyze(read_text_graph(text), o);
+  const Estimate e = estimate(a, 2);
+  auto bytes_of = [&](const char* op) {
+    return testing::allocated_bytes(a, e, Phase::Forward, [&](const Node& n, const Block& b) {
+      return n.op == op && b.category == Category::Activations;
+    });
+  };
+  CHECK(bytes_of("Mul") == std::vector<int64_t>{16});
+  CHECK(bytes_of("Add") == std::vector<int64_t>{32});
+}
+
+namespace {
+
+// timm's EvoNorm2dS0a over a Linear's output as a float32 dynamo export writes it: no
+// cast at all (`x.float()`, `.to(x_dtype)` and the weight's `.to(x_dtype)` are no-ops
+// in float32), the variance spelled out, the module's class marking every node.
+const char* kEvoNorm = R"(
+opset 17
+input x float32 batch,8
+param w float32 4,8
+param gamma float32 1,4
+const eps float32 - = 0.00001
+node memest::Linear x w -> h
+node ReduceMean h -> m axes=[-1] keepdims=1 @norm
+node Sub h m -> c @norm
+node Mul c c -> c2 @norm
+node ReduceMean c2 -> var axes=[-1] keepdims=1 @norm
+node Add var eps -> ve @norm
+node Sqrt ve -> s @norm
+node Div h s -> d @norm
+node Mul d gamma -> y @norm
+output y
+)";
+
+Graph evo_norm() {
+  Graph g = read_text_graph(kEvoNorm);
+  for (Node& n : g.nodes) n.casts_to_input = n.module == "norm";
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("module casts: EvoNorm's statistic reads one float copy, its root casts back, its weight follows x") {
+  CHECK(module_casts_to_input("timm.layers.evo_norm.EvoNorm2dS0"));
+  CHECK_FALSE(module_casts_to_input("timm.layers.norm_act.BatchNormAct2d"));
+  Graph g = evo_norm();
+  CHECK(restore_module_casts(g) == 2);  // the weight's cast, and the statistic's pair
+  const int h = g.find_tensor("h");
+  const Node* mean = made(g, "m");
+  const Node* up = &g.nodes[g.tensors[mean->inputs[0]].producer];
+  CHECK(up->op == "Cast");
+  CHECK(up->inputs[0] == h);
+  CHECK(made(g, "c")->inputs[0] == mean->inputs[0]);  // the deviation reads the copy too
+  CHECK(made(g, "d")->inputs[0] == h);                // the division reads x itself
+  CHECK(made(g, "s")->op == "CastLike");               // sqrt's result, cast back to h's dtype
+  CHECK(made(g, "s")->inputs[1] == h);
+  const Node* y = made(g, "y");
+  CHECK(g.nodes[g.tensors[y->inputs[1]].producer].op == "CastLike");  // gamma.to(x_dtype)
+  CHECK(restore_module_casts(g) == 0);                 // once: the copy is a Cast now
+}
+
+TEST_CASE("module casts: under fp16 the norm keeps a float copy of x for the variance and runs in half") {
+  // Batch 2: x.float() is [2, 8]... h is [2, 4]: its float copy is 2 x 4 x 4 B = 32 B, which
+  // the fused variance keeps for backward; d and y are half (16 B each), where without the
+  // casts the float gamma made y float (32 B). In float32 every cast is its input.
+  auto run = [](Graph g, Amp amp) {
+    AnalysisOptions o;
+    o.train.loss = Loss::Sum;
+    o.train.amp = amp;
+    const Analysis a = analyze(std::move(g), o);
+    const Estimate e = estimate(a, 2);
+    auto bytes_of = [&](const char* op) {
+      return testing::allocated_bytes(a, e, Phase::Forward, [&](const Node& n, const Block& b) {
+        return n.op == op && n.module == "norm" && b.category == Category::Activations;
+      });
+    };
+    return std::vector<std::vector<int64_t>>{bytes_of("Cast"), bytes_of("Variance"), bytes_of("Div"), bytes_of("Mul")};
+  };
+  const auto half = run(evo_norm(), Amp::FP16);
+  CHECK(half[0] == std::vector<int64_t>{32});  // the float copy of h
+  CHECK(half[1] == std::vector<int64_t>{8});   // the variance, [2, 1] float
+  CHECK(half[2] == std::vector<int64_t>{16});
+  CHECK(half[3] == std::vector<int64_t>{16});
+  const auto as_exported = run(read_text_graph(kEvoNorm), Amp::FP16);
+  CHECK(as_exported[0].empty());
+  CHECK(as_exported[3] == std::vector<int64_t>{32});
+  const auto full = run(evo_norm(), Amp::None);
+  CHECK(full[0].empty());
+  CHECK(full[3] == std::vector<int64_t>{32});
 }

@@ -9,7 +9,7 @@ namespace memest {
 namespace {
 
 struct ModuleRule {
-  std::string_view class_suffix;  ///< the class's qualified name ends with this
+  std::string_view class_name;  ///< how the qualified name ends (kAutocastOff) or starts (kCastsToInput)
   const char* why;
 };
 
@@ -26,7 +26,7 @@ const ModuleRule kAutocastOff[] = {
 
 bool module_disables_autocast(std::string_view module_class) {
   for (const ModuleRule& r : kAutocastOff) {
-    if (module_class.ends_with(r.class_suffix)) return true;
+    if (module_class.ends_with(r.class_name)) return true;
   }
   return false;
 }
@@ -42,6 +42,24 @@ constexpr std::string_view kKeepsLocals[] = {"transformers."};
 bool module_keeps_locals(std::string_view module_class) {
   for (std::string_view prefix : kKeepsLocals) {
     if (module_class.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+// Module classes whose forward casts to its input's dtype what a float32 export cannot
+// show: timm's EvoNorm layers (timm/layers/evo_norm.py; every EvoNorm2dB*/S* class)
+// compute `x.float().var(...).add(eps).sqrt().to(x_dtype)` (group_std, instance_std,
+// group_rms, instance_rms) and scale by `self.weight.view(v_shape).to(x_dtype)`; traced in
+// float32 every cast is a no-op and the dynamo export keeps none. Without them a half
+// activation times a float32 parameter promotes the rest of the norm to float32
+// (seqtrace32c, st_resnetv2_50d_evos bf16: 25.7 MB where the GPU's blocks were 12.8).
+const ModuleRule kCastsToInput[] = {
+    {"timm.layers.evo_norm.EvoNorm", "timm's EvoNorm: statistics of x.float() cast back, parameters .to(x_dtype)"},
+};
+
+bool module_casts_to_input(std::string_view module_class) {
+  for (const ModuleRule& r : kCastsToInput) {
+    if (module_class.starts_with(r.class_name)) return true;
   }
   return false;
 }

@@ -21,6 +21,10 @@ bool module_disables_autocast(std::string_view module_class);
 /// Whether a module class's forward keeps its submodules' results in local variables
 /// until it returns (ops/modules.cc; frames.h).
 bool module_keeps_locals(std::string_view module_class);
+/// Whether the module's forward computes its statistics on `x.float()`, casts them back
+/// to x's dtype and casts its parameters to x's dtype (`.to(x_dtype)`): casts a float32
+/// export drops (norm_casts.h restore_module_casts).
+bool module_casts_to_input(std::string_view module_class);
 /// A Dropout node's ratio when the graph says it (ops/norm.cc), and whether it drops
 /// anything in the simulated training step (ratio > 0, training mode).
 std::optional<double> dropout_ratio(const Graph& g, const Node& n);

@@ -44,7 +44,8 @@ inline std::string dump_graph(const Graph& g) {
   for (const Node& n : g.nodes) {
     s += "node '" + n.name + "' " + n.op + " domain '" + n.domain + "' module '" + n.module + "' in " +
          dump_ints(n.inputs) + " out " + dump_ints(n.outputs) + (n.dead ? " dead" : "") +
-         (n.autocast_off ? " autocast_off" : "") + (n.keeps_locals ? " keeps_locals" : "") + " stack " + std::to_string(n.py_stack) + "\n";
+         (n.autocast_off ? " autocast_off" : "") + (n.keeps_locals ? " keeps_locals" : "") +
+         (n.casts_to_input ? " casts_to_input" : "") + " stack " + std::to_string(n.py_stack) + "\n";
     for (const auto& [key, a] : n.attrs) {
       s += "  attr '" + key + "' kind " + std::to_string(a.kind) + " i " + std::to_string(a.i) + " f " + dump_double(a.f) +
            " s '" + a.s + "' ints";

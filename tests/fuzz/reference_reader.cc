@@ -203,8 +203,7 @@ class ScopeCache {
   std::string scope_, module_;
 };
 
-std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes, bool* autocast_off = nullptr,
-                      bool* locals = nullptr) {
+std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes, Node* node = nullptr) {
   // The dynamo exporter's "namespace": ": pkg.Root/layer1: torch.nn.Sequential/layer1.0.conv1:
   // torch.nn.Conv2d/conv2d: aten.conv2d.default". The last component names the op; the one
   // before it, the innermost module.
@@ -220,9 +219,12 @@ std::string module_of(const onnx::NodeProto& n, ScopeCache& scopes, bool* autoca
       std::string type = colon == std::string::npos ? "" : part.substr(colon + 2);
       if (type.rfind("aten.", 0) != 0 && type.rfind("prims.", 0) != 0) {
         module = name;
-        if (locals) *locals = module_keeps_locals(type);
+        if (node) {
+          node->keeps_locals = module_keeps_locals(type);
+          node->casts_to_input = module_casts_to_input(type);
+        }
       }
-      if (autocast_off && !type.empty() && module_disables_autocast(type)) *autocast_off = true;
+      if (node && !type.empty() && module_disables_autocast(type)) node->autocast_off = true;
       if (slash == std::string::npos) break;
       start = slash + 1;
     }
@@ -436,7 +438,7 @@ class Lowering {
     }
     Node& node = g_.nodes.emplace_back();
     node.domain = dom;
-    node.module = module_of(n, scopes_, &node.autocast_off, &node.keeps_locals);
+    node.module = module_of(n, scopes_, &node);
     if (node.module.empty()) node.module = outer_module;
     const std::string trace = node_metadata(n, "pkg.torch.onnx.stack_trace");
     if (!trace.empty()) node.py_stack = stacks_.read(trace, node_metadata(n, "namespace"));
