@@ -306,6 +306,37 @@ void Fuser::aten_call(const std::vector<int>& nodes, const char* op, bool initia
   replace(last, op, {x}, nodes);
 }
 
+// A custom torch.autograd.Function's forward, which dynamo traces through (its math in
+// the export, the statement `SomeFunction.apply(x)` in the stack of every node of it):
+// autograd records the Function as one node whose forward ran without recording, keeping
+// what ctx.save_for_backward names, taken to be its input (transformers' BloomGelu:
+// GeLUFunction saves `input` and recomputes tanh in backward; memest kept every
+// intermediate of the tanh formula: sh_bloom_cls fp32 +32%). One node per call (the
+// frame's statement and instance), when one tensor enters it and one leaves.
+void Fuser::custom_functions() {
+  const PySource& py = g_.python;
+  if (py.empty()) return;
+  std::vector<std::pair<PyFrame, std::vector<int>>> calls;
+  for (size_t k = 0; k < g_.nodes.size(); ++k) {
+    const Node& n = g_.nodes[k];
+    if (n.dead || n.py_stack < 0) continue;
+    const std::vector<PyFrame>& stack = py.stacks[static_cast<size_t>(n.py_stack)];
+    for (size_t i = 0; i + 1 < stack.size(); ++i) {  // a frame below it: inside the call
+      const std::string& code = py.statements[static_cast<size_t>(stack[i].statement)].code;
+      if (code.find(".apply(") == std::string::npos) continue;
+      auto same = [&](const auto& c) { return c.first.statement == stack[i].statement && c.first.instance == stack[i].instance; };
+      auto it = std::find_if(calls.begin(), calls.end(), same);
+      if (it == calls.end()) it = calls.insert(calls.end(), {stack[i], {}});
+      it->second.push_back(static_cast<int>(k));
+      break;
+    }
+  }
+  for (const auto& [frame, nodes] : calls) {
+    const PyStatement& s = py.statements[static_cast<size_t>(frame.statement)];
+    aten_call(nodes, custom_function_op(s.where, s.code), true);
+  }
+}
+
 // The reduced axes of a ReduceMean (an attribute up to opset 17, input 1 from 18),
 // normalised and sorted; empty when unknown, or when `kept` asks for a node that keeps
 // its dims and it does not.
@@ -522,6 +553,7 @@ int fuse_patterns(Graph& g, const FuseOptions& opts) {
       if (nodes.size() > 1) f.aten_call(nodes, "Gelu");
     }
   }
+  f.custom_functions();
   // torch.nn's upsampling modules as the one interpolation they run (the dynamo exporter
   // writes linear modes as gathers and a lerp: rnd37_70, a 1-D net, +48.9% where its
   // legacy export, a Resize, was exact; seqtrace33b). A run of the module's nodes, its

@@ -198,6 +198,7 @@ class Fuser {
   void gelu_tanh(int k);
   void weight_reorder(int k);
   void aten_call(const std::vector<int>& nodes, const char* op, bool initializers_aside = false);
+  void custom_functions();
   void layer_norm(int k);
   void group_norm(int k);
   void slice_assign(int k);

@@ -84,6 +84,19 @@ Workspace attention_math_bwd(const Graph& g, const Node& n, DType, bool, bool) {
   return Expr(3 * dtype_size(DType::F32)) * product(rows) * (*v)[v->size() - 2];
 }
 
+// transformers' bloom_gelu_back (modeling_bloom.py), GeLUFunction's backward, recomputes
+// tanh from the saved input in Python, one input-sized temporary per operation:
+//     tanh_out = torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))
+//     ff = 0.5 * x * ((1 - tanh_out * tanh_out) * (0.79788456 + 0.1070322243 * x * x)) + 0.5 * (1 + tanh_out)
+//     return ff * g
+// At its most, when `0.79788456 + 0.1070322243 * x * x` is made, tanh_out, 0.5 * x,
+// 1 - tanh_out^2, 0.1070322243 * x * x and the sum are live: five, in the input's dtype.
+Workspace bloom_gelu_bwd(const Graph& g, const Node& n, DType run, bool, bool) {
+  const auto& x = g.tensors[n.inputs[0]].shape;
+  if (!x) return Expr(0);
+  return Expr(5 * dtype_size(run)) * product(*x);
+}
+
 // ONNX has no .contiguous(): both exporters drop it, so a permuted bias may have been made
 // contiguous before the call. The relative-position tables of timm and transformers
 // (beit, coatnet, maxvit, swin) are indexed by a flat index and viewed back to [N, N, H]
@@ -189,6 +202,13 @@ const OpInfo kOps[] = {
     {.op = "AttentionMath", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
      .saved_extra = attention_math_extra, .grads = "AAAN", .bwd_workspace = attention_math_bwd, .domain = "memest",
      .note = "scaled_dot_product_attention's math backend (fp32 with grouped k, v): keeps the TxT softmax"},
+    {.op = "CustomFunction", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep,
+     .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise, .domain = "memest",
+     .note = "a custom torch.autograd.Function (dynamo traces its forward's math): keeps its input, as ctx.save_for_backward(input) does"},
+    {.op = "BloomGelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep,
+     .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise, .bwd_workspace = bloom_gelu_bwd,
+     .domain = "memest",
+     .note = "transformers' BLOOM GeLUFunction: keeps its input; backward recomputes tanh in five input-sized temporaries"},
     {.op = "Gelu", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep, .saved_inputs = bits({0}),
      .grads = "A", .layout = Layout::Elementwise, .domain = "memest",
      .note = "x*0.5*(1+erf(x/sqrt2)): nn.GELU, saves its input; a TensorIterator op, in its input's layout"},

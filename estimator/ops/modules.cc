@@ -22,7 +22,27 @@ const ModuleRule kAutocastOff[] = {
      "llama_hf, traces4-h200-torch2.11.jsonl)"},
 };
 
+// Custom torch.autograd.Functions memest knows by the statement that applies them (its
+// file, its code): the fused op their traced forward becomes (fuse.cc custom_functions).
+// Any other is a CustomFunction, which keeps its input and whose backward is not known.
+struct FunctionRule {
+  std::string_view file;      ///< the applying statement's file ends with this
+  std::string_view call;      ///< its code contains this
+  const char* op;
+};
+const FunctionRule kFunctions[] = {
+    {"models/bloom/modeling_bloom.py", "GeLUFunction.apply(", "BloomGelu"},
+};
+
 }  // namespace
+
+const char* custom_function_op(std::string_view where, std::string_view code) {
+  const std::string_view file = where.substr(0, where.rfind(':'));
+  for (const FunctionRule& r : kFunctions) {
+    if (file.ends_with(r.file) && code.find(r.call) != std::string_view::npos) return r.op;
+  }
+  return "CustomFunction";
+}
 
 bool module_disables_autocast(std::string_view module_class) {
   for (const ModuleRule& r : kAutocastOff) {

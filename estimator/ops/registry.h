@@ -25,6 +25,10 @@ bool module_keeps_locals(std::string_view module_class);
 /// to x's dtype and casts its parameters to x's dtype (`.to(x_dtype)`): casts a float32
 /// export drops (norm_casts.h restore_module_casts).
 bool module_casts_to_input(std::string_view module_class);
+/// The fused op of a custom torch.autograd.Function applied by the statement at `where`
+/// ("file:line") reading `code`: one memest knows (BLOOM's GeLUFunction: "BloomGelu"),
+/// else "CustomFunction".
+const char* custom_function_op(std::string_view where, std::string_view code);
 /// A Dropout node's ratio when the graph says it (ops/norm.cc), and whether it drops
 /// anything in the simulated training step (ratio > 0, training mode).
 std::optional<double> dropout_ratio(const Graph& g, const Node& n);
