@@ -7,7 +7,7 @@
 # whose weight gradient took 26.6 MB where memest's envelope said 14.6).
 #   bash validate/gpu_session36.sh SECONDS   (the deadline for starting new work)
 set -u
-budget=${1:-380} L=/tmp/logs36
+budget=${1:-330} L=/tmp/logs36
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) tag=h100-torch2.11;; *) tag=h200-torch2.11;; esac
 source validate/gpu_lib.sh
 blind_sample 39 40
