@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "estimator/fuse_impl.h"
@@ -331,9 +333,18 @@ void Fuser::custom_functions() {
       break;
     }
   }
+  std::vector<int> warned;  // statements a warning named
   for (const auto& [frame, nodes] : calls) {
     const PyStatement& s = py.statements[static_cast<size_t>(frame.statement)];
-    aten_call(nodes, custom_function_op(s.where, s.code), true);
+    const char* op = custom_function_op(s.where, s.code);
+    const int before = count_;
+    aten_call(nodes, op, true);
+    if (count_ == before || std::string_view(op) != "CustomFunction") continue;
+    if (std::find(warned.begin(), warned.end(), frame.statement) != warned.end()) continue;
+    warned.push_back(frame.statement);
+    g_.warn("a custom autograd.Function (`" + s.code + "`, " + s.where +
+            ") is taken to keep its input for backward, as ctx.save_for_backward(input) does; what its backward "
+            "allocates is not known");
   }
 }
 

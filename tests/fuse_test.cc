@@ -579,6 +579,7 @@ output out
 
 struct FunctionRun {
   int fused = 0;                  // live nodes of the op
+  bool warned = false;            // a warning names the Function
   std::vector<int64_t> forward;   // the first forward's activations by the op
   std::vector<int64_t> workspace; // the first backward's workspaces by the op
 };
@@ -590,6 +591,7 @@ FunctionRun run_function(Graph g, const char* op) {
   const Estimate e = estimate(a, 2);
   FunctionRun r;
   for (const Node& n : a.graph.nodes) r.fused += !n.dead && n.op == op;
+  for (const std::string& w : a.graph.warnings) r.warned |= w.find("GeLUFunction.apply(x)") != std::string::npos;
   r.forward = testing::allocated_bytes(a, e, Phase::Forward, [&](const Node& n, const Block& b) {
     return n.op == op && b.category == Category::Activations;
   });
@@ -612,10 +614,12 @@ TEST_CASE("custom functions: a traced autograd.Function is one node keeping its 
   CHECK(bloom.fused == 1);
   CHECK(bloom.forward == std::vector<int64_t>{64});
   CHECK(bloom.workspace == std::vector<int64_t>{320});
+  CHECK_FALSE(bloom.warned);
   const FunctionRun other = run_function(custom_function("mine.py:3"), "CustomFunction");
   CHECK(other.fused == 1);
   CHECK(other.forward == std::vector<int64_t>{64});
   CHECK(other.workspace.empty());
+  CHECK(other.warned);  // its backward is a guess: said so
   // Without a trace the math runs as written: no Function to see.
   Graph plain = custom_function("mine.py:3");
   plain.python = PySource();
