@@ -230,6 +230,7 @@ void sequence_split_pass(PassState& s) { split_sequence_loops(s.g); }
 void norm_casts_pass(PassState& s) {
   restore_norm_casts(s.g);
   restore_cast_backs(s.g);
+  restore_squares(s.g);
   restore_parameter_casts(s.g);
   restore_module_casts(s.g);
 }

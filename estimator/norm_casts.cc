@@ -236,8 +236,8 @@ std::vector<int> statistic_readers(const Graph& g, int x) {
 }
 
 // The Sqrt nodes the statistic of `up` reaches within its module (`.add(eps).sqrt()`,
-// after which EvoNorm casts back), walking at most a few nodes forward; `seen` gets the
-// nodes walked.
+// after which EvoNorm casts back; FilterResponseNorm's `.rsqrt()`, a Sqrt and a Reciprocal
+// or an Rsqrt), walking at most a few nodes forward; `seen` gets the nodes walked.
 std::vector<int> statistic_roots(const Graph& g, int up, std::vector<int>& seen) {
   std::vector<int> roots, frontier = {up};
   seen.clear();
@@ -248,8 +248,11 @@ std::vector<int> statistic_roots(const Graph& g, int up, std::vector<int>& seen)
       const Node& n = g.nodes[r];
       if (n.dead || !n.casts_to_input || std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
       seen.push_back(r);
-      if (n.op == "Sqrt") {
-        roots.push_back(r);
+      if (n.op == "Sqrt" || n.op == "Rsqrt") {
+        // `.rsqrt()` written Sqrt -> Reciprocal (the dynamo exporter's): the cast back follows both.
+        const int rec = n.outputs.empty() ? -1 : sole_reader(g, n.outputs[0]);
+        const bool then_reciprocal = rec >= 0 && g.nodes[rec].op == "Reciprocal" && g.nodes[rec].casts_to_input;
+        roots.push_back(then_reciprocal ? rec : r);
         continue;
       }
       for (int out : n.outputs) {
@@ -329,6 +332,49 @@ int restore_cast_backs(Graph& g) {
   return changed;
 }
 
+
+int restore_squares(Graph& g) {
+  bool any = false;
+  for (const Node& n : g.nodes) any |= !n.dead && n.op == "Cast" && n.attr_int("to", 0) == 1;
+  if (!any) return 0;
+  g.relink();
+  int changed = 0;
+  int two = -1;
+  for (Node& n : g.nodes) {
+    if (n.dead || n.op != "Cast" || !n.domain.empty() || n.inputs.size() != 1 || n.attr_int("to", 0) != 1) continue;
+    const int square = n.inputs[0];
+    const int sq = made_by(g, square, "Mul");
+    if (sq < 0 || g.tensors[square].graph_output) continue;
+    Node& m = g.nodes[static_cast<size_t>(sq)];
+    if (m.inputs.size() != 2 || m.inputs[0] != m.inputs[1] || !is_activation(g, m.inputs[0])) continue;
+    // Read by this Cast, and by restore_cast_backs' casts back for their dtype alone.
+    std::vector<int> backs;
+    bool only_casts = true;
+    for (int c : g.tensors[square].consumers) {
+      const Node& r = g.nodes[static_cast<size_t>(c)];
+      if (c == static_cast<int>(&n - g.nodes.data())) continue;
+      const bool back = r.op == "CastLike" && r.inputs.size() == 2 && r.inputs[1] == square && r.inputs[0] != square;
+      only_casts &= back;
+      if (back) backs.push_back(c);
+    }
+    if (!only_casts) continue;
+    const int x = m.inputs[0];
+    for (int c : backs) g.nodes[static_cast<size_t>(c)].inputs[1] = x;  // `.to(x.dtype)`: x's, not the float square's
+    if (two < 0) {
+      two = g.new_tensor("memest_square_exponent");
+      Tensor& t = g.tensors[static_cast<size_t>(two)];
+      t.kind = TensorKind::Constant;
+      t.dtype = DType::F32;
+      t.shape = Shape{};
+      t.fvalue = std::vector<double>{2.0};
+    }
+    m.op = "Pow";
+    m.inputs[1] = two;
+    ++changed;
+  }
+  if (changed > 0) g.relink();
+  return changed;
+}
 
 int restore_parameter_casts(Graph& g) {
   // Modules that cast a statistic back to their input's dtype (restore_cast_backs's

@@ -26,6 +26,13 @@ int restore_norm_casts(Graph& g);
 /// becomes CastLike(y, x). Returns how many.
 int restore_cast_backs(Graph& g);
 
+/// `x.square().float()` as the legacy exporter writes it: Mul(x, x) that a float Cast alone
+/// reads. aten::square is pow(x, 2), which autocast runs in float32 on a float copy of x
+/// that its backward keeps (timm's FilterResponseNorm: `x.square().float().mean(...)`);
+/// the Mul, a promoting op, ran in half. Such a Mul becomes Pow(x, 2); a hand-written
+/// `(x * x).float()` is then taken high (the copy kept), not low. Returns how many.
+int restore_squares(Graph& g);
+
 /// `self.weight.view(v_shape).to(x_dtype)` as the legacy exporter writes it from a float32
 /// trace: a Cast to float of a parameter (through views) that an elementwise op reads with
 /// an activation x, in a module that also casts a statistic back to its input's dtype

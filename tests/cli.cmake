@@ -285,6 +285,9 @@ memest_matrix(matrix-blind30-h100-torch2.11 SETS sample37 random38 TAG h100-torc
 # Session 35's fresh sample (sample seed 38, random seed 39; blind31), measured on an H100,
 # compared once (blind31-compare-h100-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind31-h100-torch2.11 SETS sample38 random39 TAG h100-torch2.11)
+# Session 36's fresh sample (sample seed 39, random seed 40; blind32), measured on an H200,
+# compared once (blind32-compare-h200-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind32-h200-torch2.11 SETS sample39 random40)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 

@@ -345,3 +345,112 @@ TEST_CASE("module casts: under fp16 the norm keeps a float copy of x for the var
   CHECK(full[0].empty());
   CHECK(full[3] == std::vector<int64_t>{32});
 }
+
+namespace {
+
+// timm's FilterResponseNormTlu2d over a Linear's output in a legacy float32 export:
+// `x.square().float().mean(...).add(eps).rsqrt().to(x.dtype)`, the square written
+// Mul(x, x), then `x * rms` and the weight's `.to(dtype=x_dtype)`.
+const char* kFrnLegacy = R"(
+opset 17
+input x float32 batch,8
+param w float32 4,8
+param gamma float32 4
+const eps float32 - = 0.00001
+node memest::Linear x w -> h
+node Mul h h -> sq @norm
+node Cast sq -> sqf to=1 @norm
+node ReduceMean sqf -> m axes=[-1] keepdims=1 @norm
+node Add m eps -> a @norm
+node Sqrt a -> s @norm
+node Reciprocal s -> r @norm
+node Cast r -> rb to=1 @norm
+node Mul h rb -> y0 @norm
+node Reshape gamma -> gv shape=[1,4] @norm
+node Cast gv -> gc to=1 @norm
+node Mul y0 gc -> y @norm
+output y
+)";
+
+}  // namespace
+
+TEST_CASE("squares: a legacy Mul(x, x) that a float Cast reads is x.square(), pow under autocast") {
+  Graph g = read_text_graph(kFrnLegacy);
+  CHECK(restore_cast_backs(g) == 1);  // rb: cast back to the dtype of what was upcast
+  CHECK(restore_squares(g) == 1);
+  CHECK(made(g, "sq")->op == "Pow");
+  CHECK(made(g, "rb")->op == "CastLike");
+  CHECK(made(g, "rb")->inputs[1] == g.find_tensor("h"));  // x's dtype, not the float square's
+  CHECK(restore_parameter_casts(g) == 1);
+  // Under fp16 at batch 2, h [2, 4] is half: pow runs in float32 on a float copy of h
+  // (32 B, which its backward keeps) into a float square (32 B); x * rms and the weight's
+  // product are half (16 B each). As a Mul the square was half (16 B) and nothing kept
+  // the float copy: 16 B per norm too little.
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  o.train.amp = Amp::FP16;
+  const Analysis a = analyze(read_text_graph(kFrnLegacy), o);
+  const Estimate e = estimate(a, 2);
+  auto bytes_of = [&](const char* op) {
+    return testing::allocated_bytes(a, e, Phase::Forward, [&](const Node& n, const Block& b) {
+      return n.op == op && b.category == Category::Activations;
+    });
+  };
+  CHECK(bytes_of("Pow") == std::vector<int64_t>{32, 32});
+  CHECK(bytes_of("Mul") == std::vector<int64_t>{16, 16});
+}
+
+TEST_CASE("squares: a square something else reads too stays a Mul") {
+  Graph g = read_text_graph(R"(
+opset 17
+input x float32 batch,8
+node Relu x -> h
+node Mul h h -> sq
+node Cast sq -> sqf to=1
+node Add sq sqf -> out
+output out
+)");
+  CHECK(restore_squares(g) == 0);
+  CHECK(made(g, "sq")->op == "Mul");
+}
+
+TEST_CASE("module casts: FilterResponseNorm's rsqrt, Sqrt then Reciprocal, is cast back after both") {
+  // The dynamo export writes `.rsqrt()` as Sqrt -> Reciprocal; reciprocal runs in float32
+  // under autocast, so a cast back after the Sqrt alone left rms float and `x * rms` float.
+  CHECK(module_casts_to_input("timm.layers.filter_response_norm.FilterResponseNormTlu2d"));
+  const char* text = R"(
+opset 17
+input x float32 batch,8
+param w float32 4,8
+param gamma float32 1,4
+const two float32 - = 2
+const eps float32 - = 0.00001
+node memest::Linear x w -> h
+node Pow h two -> sq @norm
+node ReduceMean sq -> m axes=[-1] keepdims=1 @norm
+node Add m eps -> a @norm
+node Sqrt a -> s @norm
+node Reciprocal s -> r @norm
+node Mul h r -> y0 @norm
+node Mul y0 gamma -> y @norm
+output y
+)";
+  auto marked = [&] {
+    Graph g = read_text_graph(text);
+    for (Node& n : g.nodes) n.casts_to_input = n.module == "norm";
+    return g;
+  };
+  Graph g = marked();
+  CHECK(restore_module_casts(g) == 2);  // the weight's cast, the statistic's pair
+  CHECK(made(g, "s")->op == "Sqrt");
+  CHECK(made(g, "r")->op == "CastLike");
+  AnalysisOptions o;
+  o.train.loss = Loss::Sum;
+  o.train.amp = Amp::FP16;
+  const Analysis a = analyze(marked(), o);
+  const Estimate e = estimate(a, 2);
+  const auto mul = testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block& b) {
+    return n.op == "Mul" && b.category == Category::Activations;
+  });
+  CHECK(mul == std::vector<int64_t>{16, 16});  // [2, 4] half, both products
+}

@@ -73,8 +73,14 @@ bool module_keeps_locals(std::string_view module_class) {
 // float32 every cast is a no-op and the dynamo export keeps none. Without them a half
 // activation times a float32 parameter promotes the rest of the norm to float32
 // (seqtrace32c, st_resnetv2_50d_evos bf16: 25.7 MB where the GPU's blocks were 12.8).
+// timm's FilterResponseNorm layers (timm/layers/filter_response_norm.py) do the same:
+// `x.square().float().mean(...).add(eps).rsqrt().to(x.dtype)`, then
+// `x * self.weight.view(v_shape).to(dtype=x_dtype) + self.bias...` (blind32's
+// st_resnetv2_50d_frn bf16: +30% through the dynamo export, the affine ops in float32).
 const ModuleRule kCastsToInput[] = {
     {"timm.layers.evo_norm.EvoNorm", "timm's EvoNorm: statistics of x.float() cast back, parameters .to(x_dtype)"},
+    {"timm.layers.filter_response_norm.FilterResponseNorm",
+     "timm's FilterResponseNorm: x.square().float() statistic cast back, parameters .to(x_dtype)"},
 };
 
 bool module_casts_to_input(std::string_view module_class) {
