@@ -179,6 +179,21 @@ int upcast_source(const Graph& g, int t) {
 }
 
 
+// Whether the graph has a Cast to float, the one op the legacy passes below rewrite.
+bool has_float_cast(const Graph& g) {
+  for (const Node& n : g.nodes) {
+    if (!n.dead && n.op == "Cast" && n.attr_int("to", 0) == 1) return true;
+  }
+  return false;
+}
+
+// Cast n (one input) becomes CastLike(its input, like): `.to(like.dtype)`.
+void cast_like(Node& n, int like) {
+  n.op = "CastLike";
+  n.attrs = Attrs();
+  n.inputs = {n.inputs[0], like};
+}
+
 // A view a parameter passes through before an elementwise op reads it
 // (`self.weight.view(v_shape)`), by the op tables.
 bool is_view(const Node& n) {
@@ -314,29 +329,22 @@ int restore_norm_casts(Graph& g) {
 }
 
 int restore_cast_backs(Graph& g) {
-  bool any = false;
-  for (const Node& n : g.nodes) any |= !n.dead && n.op == "Cast" && n.attr_int("to", 0) == 1;
-  if (!any) return 0;
+  if (!has_float_cast(g)) return 0;
   g.relink();
   int changed = 0;
   for (Node& n : g.nodes) {
     if (n.dead || n.op != "Cast" || !n.domain.empty() || n.inputs.size() != 1 || n.attr_int("to", 0) != 1) continue;
     const int source = upcast_source(g, n.inputs[0]);
     if (source < 0) continue;
-    n.op = "CastLike";
-    n.attrs = Attrs();
-    n.inputs = {n.inputs[0], source};
+    cast_like(n, source);
     ++changed;
   }
   if (changed > 0) g.relink();
   return changed;
 }
 
-
 int restore_squares(Graph& g) {
-  bool any = false;
-  for (const Node& n : g.nodes) any |= !n.dead && n.op == "Cast" && n.attr_int("to", 0) == 1;
-  if (!any) return 0;
+  if (!has_float_cast(g)) return 0;
   g.relink();
   int changed = 0;
   int two = -1;
@@ -400,9 +408,7 @@ int restore_parameter_casts(Graph& g) {
     if (reader < 0 || !promotes(g.nodes[reader])) continue;
     const int x = other_operand(g.nodes[reader], n.outputs[0]);
     if (!is_activation(g, x)) continue;
-    n.op = "CastLike";
-    n.attrs = Attrs();
-    n.inputs = {n.inputs[0], x};
+    cast_like(n, x);
     ++changed;
   }
   if (changed > 0) g.relink();
