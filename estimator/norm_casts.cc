@@ -132,6 +132,22 @@ std::optional<Norm> norm_at(const Graph& g, int k) {
   return std::nullopt;
 }
 
+// The graph's nodes with before[k] put in front of node k and after[k] behind it (the
+// passes here add casts around the nodes they read; the sort pass orders them anyway).
+void splice(Graph& g, std::vector<std::vector<Node>>& before, std::vector<std::vector<Node>>& after) {
+  size_t added = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) added += before[k].size() + after[k].size();
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size() + added);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (Node& n : before[k]) nodes.push_back(std::move(n));
+    nodes.push_back(std::move(g.nodes[k]));
+    for (Node& n : after[k]) nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  g.relink();
+}
+
 Node cast_node(const Node& like, const std::string& name, std::vector<int> inputs, int output) {
   Node n;
   n.op = inputs.size() == 1 ? "Cast" : "CastLike";
@@ -316,15 +332,7 @@ int restore_norm_casts(Graph& g) {
       after[static_cast<size_t>(m.weight_mul)].push_back(cast_node(wm, base + "_cast_back", {product, m.x}, out));
     }
   }
-  std::vector<Node> nodes;
-  nodes.reserve(g.nodes.size() + 2 * norms.size());
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (Node& n : before[k]) nodes.push_back(std::move(n));
-    nodes.push_back(std::move(g.nodes[k]));
-    for (Node& n : after[k]) nodes.push_back(std::move(n));
-  }
-  g.nodes = std::move(nodes);
-  g.relink();
+  splice(g, before, after);
   return static_cast<int>(norms.size());
 }
 
@@ -474,15 +482,7 @@ int restore_module_casts(Graph& g) {
     ++changed;
   }
   if (changed == 0) return 0;
-  std::vector<Node> nodes;
-  nodes.reserve(g.nodes.size() + static_cast<size_t>(changed) * 2);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (Node& n : before[k]) nodes.push_back(std::move(n));
-    nodes.push_back(std::move(g.nodes[k]));
-    for (Node& n : after[k]) nodes.push_back(std::move(n));
-  }
-  g.nodes = std::move(nodes);
-  g.relink();
+  splice(g, before, after);
   return changed;
 }
 
