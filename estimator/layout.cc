@@ -1,7 +1,9 @@
 // Memory layouts of views: when a reshape of a permuted tensor can stay a view.
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <string>
+#include <string_view>
 
 #include "estimator/ops/op_info.h"
 #include "estimator/simulate.h"
@@ -453,6 +455,25 @@ bool last_dim_innermost(const Shape& shape, const std::vector<int8_t>& layout) {
   return true;
 }
 
+// The dynamo exporter writes some ops that return a new tensor as Transpose, the op on
+// a leading axis, Transpose back: advanced indexing on an inner axis (aten.index.Tensor:
+// TinyViT's and LeViT's attention biases) and a slice assigned into a copy
+// (aten.slice_scatter: `k[..., :d] = k_nope`, DeepSeek-V3's expand_kv). The op allocates
+// its result in its own order (index: TensorIterator over the index tensor; the scatters
+// clone `self`, contiguous), so that last Transpose is no permuted view. The node's `call`
+// (the aten op it was traced from) says so.
+namespace {
+
+bool transposes_a_fresh_result(const Graph& g, const Node& n) {
+  if (n.call < 0) return false;
+  static constexpr std::string_view kFresh[] = {"aten.index.Tensor", "aten.slice_scatter.default",
+                                                "aten.select_scatter.default", "aten.index_put.default"};
+  const std::string& call = g.calls[static_cast<size_t>(n.call)];
+  return std::find(std::begin(kFresh), std::end(kFresh), call) != std::end(kFresh);
+}
+
+}  // namespace
+
 // Permute composes the perm with the input's layout; HeadsMajor is attention's output
 // (see below); Reshape is a view of a contiguous tensor or a contiguous copy; other
 // views keep the input's strides (marked unknown), other ops make contiguous tensors.
@@ -463,6 +484,7 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
   const size_t rank = t && t->shape ? t->shape->size() : 0;
   switch (info->layout) {
     case Layout::Permute: {
+      if (transposes_a_fresh_result(g, n)) return {};
       const std::optional<std::vector<int64_t>> found = transpose_perm(n, rank);
       if (!found) return {};
       const std::vector<int64_t>& perm = *found;

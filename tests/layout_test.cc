@@ -223,6 +223,96 @@ node memest::Attention q q q mask -> o
         find_op("memest", "AttentionMath"));
 }
 
+namespace {
+
+// timm's CPUBone / LowFormer attention: a [N, H, 3D, L] projection permuted to
+// [N, H, L, 3D] (`qkv.permute(0, 1, 3, 2)`) and split on the last axis into q, k and v,
+// whose stride(-1) is then L, not 1. H = 4, L = 16, D = 8.
+const char* kStridedQkv = R"(
+opset 17
+input x float32 batch,4,24,16
+const sizes int64 3 = 8,8,8
+node Transpose x -> qkv perm=0,1,3,2
+node Split qkv sizes -> q k v axis=-1
+node memest::Attention q k v -> o
+)";
+
+// A dynamo export's stack: statement 0 for the permute and the split, `call` for the
+// attention; the permute's statement is `permute` (a code line).
+Graph traced_qkv(const std::string& permute, const std::string& call) {
+  Graph g = testing::infer(kStridedQkv);
+  PyStatement p, c;
+  p.where = "cpubone.py:372";
+  p.code = permute;
+  c.where = "cpubone.py:376";
+  c.code = call;
+  g.python.statements = {p, c};
+  g.python.stacks = {{PyFrame{0, 0}}, {PyFrame{1, 0}}};
+  for (Node& n : g.nodes) n.py_stack = n.op == "Attention" ? 1 : 0;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("attention backend: q, k, v split off a permuted qkv run the math backend unless the code made them contiguous") {
+  const OpInfo* attention = find_op("memest", "Attention");
+  const OpInfo* math = find_op("memest", "AttentionMath");
+  REQUIRE(attention);
+  REQUIRE(math);
+  auto backend = [&](const Graph& g, const Layouts& l, DType run) {
+    return attention->variant(g, testing::producer(g, "o"), Dispatch{run, &l});
+  };
+  // Logical dim 2 (L) is innermost in memory, dim 3 (3D) next: {0, 1, 3, 2}.
+  const std::vector<int8_t> l_innermost = {0, 1, 3, 2};
+  auto strided = [&](const Graph& g) {
+    return layouts_with(g, {{"qkv", l_innermost}, {"q", l_innermost}, {"k", l_innermost}, {"v", l_innermost}});
+  };
+  // The dynamo export of CPUBone: no .contiguous() on the way, so every fused kernel is
+  // ruled out (check_last_dim_stride_equals_1_dense), in half and in fp32.
+  const Graph cpubone = traced_qkv("qkv = qkv.permute(0, 1, 3, 2)", "values = F.scaled_dot_product_attention(q, k, v)");
+  CHECK(testing::shape(cpubone, "q") == "[batch, 4, 16, 8]");
+  CHECK(backend(cpubone, strided(cpubone), DType::BF16) == math);
+  CHECK(backend(cpubone, strided(cpubone), DType::F32) == math);
+  // Only one of the three strided is enough.
+  CHECK(backend(cpubone, layouts_with(cpubone, {{"qkv", l_innermost}, {"v", l_innermost}}), DType::F16) == math);
+  // Contiguous q, k, v: fused.
+  CHECK(backend(cpubone, Layouts(cpubone.tensors.size()), DType::BF16) == nullptr);
+  // CoAtNet's `q.transpose(-1, -2).contiguous(),` (an argument line of the call), or the
+  // call's own line: ONNX dropped the copy, the statement shows it: fused.
+  const Graph coatnet = traced_qkv("q.transpose(-1, -2).contiguous(),", "x = torch.nn.functional.scaled_dot_product_attention(");
+  CHECK(backend(coatnet, strided(coatnet), DType::BF16) == nullptr);
+  const Graph inline_call = traced_qkv("qkv = qkv.permute(0, 1, 3, 2)", "o = F.scaled_dot_product_attention(q.contiguous(), k, v)");
+  CHECK(backend(inline_call, strided(inline_call), DType::BF16) == nullptr);
+  // No stack trace (the legacy exporter): the graph cannot say; the fused kernel stays.
+  const Graph legacy = testing::infer(kStridedQkv);
+  CHECK(backend(legacy, strided(legacy), DType::BF16) == nullptr);
+}
+
+TEST_CASE("layout: the dynamo exporter's Transpose back after an index or a slice assignment is no permuted view") {
+  // `k[..., :d] = k_nope` (aten.slice_scatter, DeepSeek-V3's expand_kv) and `biases[:, idx]`
+  // (aten.index.Tensor) are written Transpose, op, Transpose; the op's result is a new
+  // contiguous tensor, so the last Transpose's output is contiguous. aten.permute's is not.
+  Graph g = testing::infer(R"(
+opset 17
+input x float32 2,4,16,8
+node Transpose x -> scattered perm=0,1,3,2
+node Transpose x -> indexed perm=0,1,3,2
+node Transpose x -> permuted perm=0,1,3,2
+node Transpose x -> untraced perm=0,1,3,2
+)");
+  g.calls = {"aten.slice_scatter.default", "aten.index.Tensor", "aten.permute.default"};
+  for (int c = 0; c < 3; ++c) g.nodes[static_cast<size_t>(c)].call = c;
+  const Layouts in(g.tensors.size());
+  auto layout = [&](const char* out) {
+    const Node& n = testing::producer(g, out);
+    return output_layout(g, n, n.outputs[0], n.info, true, n.inputs[0], in, DType::F32);
+  };
+  CHECK(layout("scattered").empty());
+  CHECK(layout("indexed").empty());
+  CHECK(layout("permuted") == std::vector<int8_t>{0, 1, 3, 2});
+  CHECK(layout("untraced") == std::vector<int8_t>{0, 1, 3, 2});
+}
+
 TEST_CASE("attention math backend: backward scratch of three fp32 score matrices, Tk read from v") {
   // The legacy exporter's k may still be [B, Tk, H, D] (its transpose fused away), so the
   // score size comes from v: q [B, 4, 16, 8], v [B, 4, 16, 8] -> scores [B, 4, 16, 16].

@@ -105,18 +105,13 @@ Workspace bloom_gelu_bwd(const Graph& g, const Node& n, DType run, bool, bool) {
 // [Tq, Tk] bucket matrix, permuted and never made contiguous (math). So a permute of a
 // reshaped lookup counts as contiguous: the one signal the graph keeps.
 //
-// The dynamo exporter spells advanced indexing on an inner axis (`biases[:, idxs]`,
-// aten.index.Tensor: TinyViT's and LeViT's attention biases) as Transpose, GatherND,
-// Transpose. aten's index allocates its result in the result's own order (its
-// TensorIterator follows the index tensor's strides), so that last Transpose is no
-// permuted view: blind12's st_tiny_vit dynamo exports read 10-12% high on the math
-// backend, their legacy exports (a Gather) exact on a fused one.
+// (The dynamo exporter's Transpose, GatherND, Transpose for `biases[:, idxs]`, TinyViT's
+// and LeViT's, is no permuted view at all: layout.cc's transposes_a_fresh_result.)
 bool permuted_lookup_made_contiguous(const Graph& g, int t, const std::vector<std::vector<int8_t>>& layouts) {
   for (int guard = 0; guard < 8 && t >= 0; ++guard) {
     const int k = g.tensors[t].producer;
     if (k < 0) return false;
     const Node& p = g.nodes[k];
-    if (p.op == "Transpose" && p.call >= 0 && g.calls[static_cast<size_t>(p.call)] == "aten.index.Tensor") return true;
     if (p.op == "Transpose") {
       const int src = p.has_input(0) ? g.tensors[p.inputs[0]].producer : -1;
       if (src < 0 || g.nodes[src].op != "Reshape" || !g.nodes[src].has_input(0)) return false;
@@ -133,10 +128,40 @@ bool permuted_lookup_made_contiguous(const Graph& g, int t, const std::vector<st
   return false;
 }
 
+// Whether the code made a strided q, k or v (tensor t) contiguous before the call, as a
+// dynamo export's stack trace shows: ONNX has no .contiguous(), so a statement that calls it
+// on the way from the permute to the call (CoAtNet's `q.transpose(-1, -2).contiguous()`,
+// an argument line of the call) is the one sign. A file without a trace (the legacy
+// exporter) cannot say, and counts as contiguous: taking every strided q as math put
+// CoAtNet's legacy export 18% over (session 33), CPUBone's stays 1-5% under.
+bool contiguous_in_code(const Graph& g, const Node& call, int t, const std::vector<std::vector<int8_t>>& layouts) {
+  if (call.py_stack < 0) return true;
+  auto calls_contiguous = [&](const Node& n) {
+    const PyStatement* s = g.python.statement_of(n.py_stack);
+    return s && s->code.find(".contiguous(") != std::string::npos;
+  };
+  if (calls_contiguous(call)) return true;
+  for (int guard = 0; guard < 16 && t >= 0 && !layouts[t].empty(); ++guard) {
+    const int k = g.tensors[t].producer;
+    if (k < 0) return false;
+    const Node& p = g.nodes[k];
+    if (calls_contiguous(p)) return true;
+    int next = -1;
+    for (int in : p.inputs) {
+      if (in >= 0 && !layouts[in].empty()) next = in;  // the strided operand
+      if (next >= 0) break;
+    }
+    t = next;
+  }
+  return false;
+}
+
 // Which backend scaled_dot_product_attention takes (sdp_utils.cpp's checks): grouped k
 // and v (fuse.cc's `gqa`) in fp32, and k and v of one head broadcast to q's, go to the
-// math one; so does a mask whose last dim is not contiguous in memory: every fused kernel
-// requires attn_mask.stride(-1) == 1 (check_last_dim_stride_equals_1_dense). T5's
+// math one; so do a q, k, v or mask whose last dim is not contiguous in memory: every fused
+// kernel requires stride(-1) == 1 (check_last_dim_stride_equals_1_dense; CPUBone's q, k, v
+// split off a permuted projection: seqtrace33 st_cpubone_s0 shows the math backend's
+// cuBLAS workspace allocated at its first attention, memest had it at the head). T5's
 // relative position bias is a permuted embedding, heads innermost: `validate sdpa-choice`
 // (sdpa-choice-h200-torch2.11.jsonl) shows its self-attention on the math backend and its
 // cross-attention (a contiguous bias) on a fused kernel, and the random sets' permuted
@@ -159,6 +184,9 @@ const OpInfo* attention_backend(const Graph& g, const Node& n, const Dispatch& d
   // v copies and a [16, 12, 196, 196] fp32 softmax a block, -32.7% when counted fused).
   if (const auto& q = g.tensors[n.inputs[0]].shape; q && q->size() != 4) return math;
   if (!d.last_dim_contiguous(g, n, 3) && !permuted_lookup_made_contiguous(g, n.inputs[3], *d.layouts)) return math;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!d.last_dim_contiguous(g, n, i) && !contiguous_in_code(g, n, n.inputs[i], *d.layouts)) return math;
+  }
   if (d.run == DType::F32 && n.attr_int("gqa", 0) == 1) return math;
   return n.has_input(3) && n.attr_int("mask_kept", 0) == 1 ? keeps_mask : nullptr;
 }
