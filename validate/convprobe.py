@@ -12,6 +12,7 @@ fitted on one seed and checked on another (disjoint) one.
 sizes (where the weight gradient's engine, and so its workspace, changes from layer to
 layer: per-sample fp32 partials, NHWC copies, or 64 partials); `--family conv3d` only
 dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelope most).
+`--family grouped-small-map` draws grouped 2-D layers with wide weights on small maps.
 `--family pointwise-cl` draws dense 1x1 stride-1 layers on channels-last inputs.
 `--family channels-last` draws as `any` does (a third depthwise), the input in
 channels-last strides; `--family depthwise` only depthwise layers, three in four
@@ -356,7 +357,27 @@ def draw_pointwise_leaf(r):
             return c
 
 
-FAMILIES = {"any": draw, "strided-dilated": draw_strided_dilated, "table": draw_table, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
+def draw_grouped_small_map(r):
+    """Grouped (not depthwise) 2-D layers with wide weights on small maps (4x4 to 16x16),
+    which `draw` rarely makes: CPUBone's grouped 2x2 layer (224 -> 896 on a 7x7 map) took a
+    44.4 MB weight-gradient workspace, 23.8 x (x + y), where the grouped envelope gives
+    7.5 MB (seqtrace33 st_cpubone_s0)."""
+    cin = r.choice([64, 96, 128, 192, 224, 256, 384, 448, 512, 768, 1024])
+    groups = r.choice([2, 2, 4, 8, 16, 32])
+    while cin % groups:
+        groups //= 2
+    cout = groups * max(1, (cin * r.choice([1, 2, 4])) // groups)
+    k = r.choice([1, 2, 2, 3, 3, 5])
+    stride = r.choice([1, 1, 2]) if k > 1 else 1
+    size = r.choice([4, 7, 8, 12, 14, 16])
+    dtype = r.choice(["float16", "bfloat16", "bfloat16", "float32"])
+    n = r.choice([1, 2, 4, 8, 16, 32, 64, 128, 256])
+    return {"nd": 2, "transposed": False, "n": n, "cin": cin, "cout": cout, "spatial": [size, size], "k": k,
+            "stride": stride, "pad": (k - 1) // 2 if r.random() < 0.7 else 0, "dil": 1, "groups": groups,
+            "dtype": dtype, "opad": 0, "bias": r.random() < 0.5}
+
+
+FAMILIES = {"any": draw, "grouped-small-map": draw_grouped_small_map, "strided-dilated": draw_strided_dilated, "table": draw_table, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,

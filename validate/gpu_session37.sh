@@ -4,7 +4,9 @@
 # session; beside it, training data, not blind: whole allocation sequences of blind32's
 # cases left open (st_cpubone_b3 one past its largest batch under 24 GiB, where memest's
 # search came out 2.5% over; st_hgnetv2_b2 bf16 +5.5%; rnd40_140, rnd40_87 and rnd40_36,
-# random modules with strided *and* dilated layers, under by 4-8%).
+# random modules with strided *and* dilated layers, under by 4-8%); and grouped layers
+# with wide weights on small maps (convprobe --family grouped-small-map, seeds 93 to fit
+# and 94 to check), CPUBone's weight-gradient workspace class.
 #   bash validate/gpu_session37.sh SECONDS   (the deadline for starting new work)
 set -u
 budget=${1:-320} L=/tmp/logs37
@@ -13,8 +15,13 @@ source validate/gpu_lib.sh
 blind_sample 40 41
 seqtrace t1 st_cpubone_b3/bs365-fp16-adam,st_hgnetv2_b2/b1-bf16-adamw &
 seqtrace t2 rnd40_140/b1-fp16-adam,rnd40_87/b1-fp16-adam,rnd40_36/b1-fp16-adam &
+( for s in 93 94; do
+    python3 -m validate convprobe --family grouped-small-map --seed $s --n 200 --kernels --deadline $dl \
+      --out /tmp/res/cp-$s.jsonl > $L/cp-$s.log 2>&1
+  done ) &
 finish
 collect_blind 40 41 33
+cat /tmp/res/cp-*.jsonl | xz > $OUT/convprobe-grouped-small-map-$tag.jsonl.xz
 cat /tmp/res/seq-t*.jsonl | xz > $OUT/seqtrace-session37-$tag.jsonl.xz
 tar -cJf $OUT/logs-session37.tar.xz -C /tmp logs37
 for f in $L/*.log; do echo "== $f"; tail -n 2 "$f"; done
