@@ -97,6 +97,15 @@ Workspace bloom_gelu_bwd(const Graph& g, const Node& n, DType run, bool, bool) {
   return Expr(5 * dtype_size(run)) * product(*x);
 }
 
+// The first input of p that is not contiguous (a layout of its own), or -1: the operand
+// the walks below follow back toward the permute that made a tensor strided.
+int strided_operand(const Node& p, const std::vector<std::vector<int8_t>>& layouts) {
+  for (int in : p.inputs) {
+    if (in >= 0 && !layouts[in].empty()) return in;
+  }
+  return -1;
+}
+
 // ONNX has no .contiguous(): both exporters drop it, so a permuted bias may have been made
 // contiguous before the call. The relative-position tables of timm and transformers
 // (beit, coatnet, maxvit, swin) are indexed by a flat index and viewed back to [N, N, H]
@@ -118,12 +127,7 @@ bool permuted_lookup_made_contiguous(const Graph& g, int t, const std::vector<st
       const int lookup = g.tensors[g.nodes[src].inputs[0]].producer;
       return lookup >= 0 && (g.nodes[lookup].op == "Gather" || g.nodes[lookup].op == "GatherND");  // legacy, dynamo
     }
-    int next = -1;
-    for (int in : p.inputs) {
-      if (in >= 0 && !layouts[in].empty()) next = in;  // the strided operand
-      if (next >= 0) break;
-    }
-    t = next;
+    t = strided_operand(p, layouts);
   }
   return false;
 }
@@ -146,12 +150,7 @@ bool contiguous_in_code(const Graph& g, const Node& call, int t, const std::vect
     if (k < 0) return false;
     const Node& p = g.nodes[k];
     if (calls_contiguous(p)) return true;
-    int next = -1;
-    for (int in : p.inputs) {
-      if (in >= 0 && !layouts[in].empty()) next = in;  // the strided operand
-      if (next >= 0) break;
-    }
-    t = next;
+    t = strided_operand(p, layouts);
   }
   return false;
 }
