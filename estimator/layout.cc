@@ -455,6 +455,8 @@ bool last_dim_innermost(const Shape& shape, const std::vector<int8_t>& layout) {
   return true;
 }
 
+namespace {
+
 // The dynamo exporter writes some ops that return a new tensor as Transpose, the op on
 // a leading axis, Transpose back: advanced indexing on an inner axis (aten.index.Tensor:
 // TinyViT's and LeViT's attention biases) and a slice assigned into a copy
@@ -462,8 +464,6 @@ bool last_dim_innermost(const Shape& shape, const std::vector<int8_t>& layout) {
 // its result in its own order (index: TensorIterator over the index tensor; the scatters
 // clone `self`, contiguous), so that last Transpose is no permuted view. The node's `call`
 // (the aten op it was traced from) says so.
-namespace {
-
 bool transposes_a_fresh_result(const Graph& g, const Node& n) {
   if (n.call < 0) return false;
   static constexpr std::string_view kFresh[] = {"aten.index.Tensor", "aten.slice_scatter.default",
