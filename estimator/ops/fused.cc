@@ -228,7 +228,7 @@ const OpInfo kOps[] = {
      .note = "a fused scaled_dot_product_attention whose mask carries data: keeps it to backward"},
     {.op = "AttentionMath", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
      .saved_extra = attention_math_extra, .grads = "AAAN", .bwd_workspace = attention_math_bwd, .domain = "memest",
-     .note = "scaled_dot_product_attention's math backend (fp32 with grouped k, v): keeps the TxT softmax"},
+     .note = "scaled_dot_product_attention's math backend (grouped k, v in fp32; a q, k, v or mask whose last dim is strided; not 4-D): keeps the TxT softmax"},
     {.op = "CustomFunction", .family = "fused", .shape = shape_same, .autocast = Autocast::Keep,
      .saved_inputs = bits({0}), .grads = "A", .layout = Layout::Elementwise, .domain = "memest",
      .note = "a custom torch.autograd.Function (dynamo traces its forward's math): keeps its input, as ctx.save_for_backward(input) does"},
