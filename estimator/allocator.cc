@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include "estimator/error.h"
 
 namespace memest {
 namespace {
@@ -32,15 +35,39 @@ int64_t segment_for(int64_t size) {
 using Address = std::pair<int64_t, int64_t>;
 
 // One block of a segment; merged-away and released blocks keep their id with size 0.
-// Trivial, so that a chunk of them (BlockStore) is not written until used.
+// Trivial, so that a chunk of them (BlockStore) is not written until used. 24 bytes, not
+// 32: a million-node replay holds 6M of them at its peak, so size and offset are 47-bit
+// fields (128 TiB; Model::malloc refuses a larger request), beside the two flags.
 struct Blk {
-  int64_t size;
+  static constexpr int64_t kLimit = int64_t{1} << 47;
+  uint32_t size_lo, offset_lo;
+  uint32_t size_hi : 15, offset_hi : 15, free : 1, small : 1;
   int seg;
   int prev, next;  ///< neighbours in the segment (-1: none)
-  bool free;
-  bool small;
-  int64_t offset;  ///< from the segment's start
+
+  static Blk make(int64_t size, int seg, int prev, int next, bool free, bool small, int64_t offset) {
+    Blk b;
+    b.seg = seg;
+    b.prev = prev;
+    b.next = next;
+    b.free = free;
+    b.small = small;
+    b.set_size(size);
+    b.set_offset(offset);
+    return b;
+  }
+  int64_t size() const { return static_cast<int64_t>(size_hi) << 32 | size_lo; }
+  int64_t offset() const { return static_cast<int64_t>(offset_hi) << 32 | offset_lo; }  ///< from the segment's start
+  void set_size(int64_t v) {
+    size_lo = static_cast<uint32_t>(v);
+    size_hi = static_cast<uint32_t>(v >> 32) & 0x7fff;
+  }
+  void set_offset(int64_t v) {
+    offset_lo = static_cast<uint32_t>(v);
+    offset_hi = static_cast<uint32_t>(v >> 32) & 0x7fff;
+  }
 };
+static_assert(sizeof(Blk) == 24, "a million-node replay holds 6M blocks");
 
 // The model's blocks, in chunks of 2 MiB rather than one array. A million-node replay
 // makes 6M blocks (190 MB); one array of them fitted none of the holes the program
@@ -161,7 +188,7 @@ class FreePool {
   };
   bool is_member(int id, int64_t size) const {
     const Blk& b = blocks_[static_cast<size_t>(id)];
-    return b.free && b.size == size;
+    return b.free && b.size() == size;
   }
   static void pop(std::vector<Entry>& heap) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
@@ -214,33 +241,37 @@ class Model {
         release_cached();
         if (reserved_ + seg > *limit_) return -1;
       }
+      if (seg >= Blk::kLimit) {
+        throw Error("the step asks for a single block of " + std::to_string(size) +
+                    " bytes, over 128 TiB, more than any GPU holds: try a smaller --batch");
+      }
       reserved_ += seg;
       peak_reserved_ = std::max(peak_reserved_, reserved_);
       b = static_cast<int>(blocks_.size());
       const int64_t n = nsegs_++;
       seg_address_.push_back(segment_address >= 0 ? segment_address : newest_first_ ? -n : n);
-      blocks_.push_back({seg, static_cast<int>(n), -1, -1, false, small, 0});
+      blocks_.push_back(Blk::make(seg, static_cast<int>(n), -1, -1, false, small, 0));
       seg_size_.push_back(seg);
     }
     Blk& blk = blocks_[b];
     blk.free = false;
-    const int64_t rest = blk.size - size;
+    const int64_t rest = blk.size() - size;
     if ((small && rest >= 512) || (!small && rest > kSmallSize)) {
       int r = static_cast<int>(blocks_.size());
-      blocks_.push_back({rest, blk.seg, b, blk.next, true, small, blk.offset + size});
+      blocks_.push_back(Blk::make(rest, blk.seg, b, blk.next, true, small, blk.offset() + size));
       if (blk.next >= 0) blocks_[blk.next].prev = r;
       blk.next = r;
-      blk.size = size;
+      blk.set_size(size);
       (small ? small_ : large_).insert(key(r));
     }
-    allocated_ += blk.size;
+    allocated_ += blk.size();
     peak_allocated_ = std::max(peak_allocated_, allocated_);
     return b;
   }
 
   void free(int b) {
     Blk* blk = &blocks_[b];  // a BlockStore's elements stay put
-    allocated_ -= blk->size;
+    allocated_ -= blk->size();
     auto& pool = blk->small ? small_ : large_;
     blk->free = true;
     // Merge with free neighbours in the same segment.
@@ -251,23 +282,23 @@ class Model {
       pool.erase(key(nb));
       if (side == 0) {
         // Absorb b into its predecessor.
-        n.size += blk->size;
+        n.set_size(n.size() + blk->size());
         n.next = blk->next;
         if (blk->next >= 0) blocks_[blk->next].prev = nb;
-        blk->size = 0;
+        blk->set_size(0);
         b = nb;
         blk = &n;
       } else {
-        blk->size += n.size;
+        blk->set_size(blk->size() + n.size());
         blk->next = n.next;
         if (n.next >= 0) blocks_[n.next].prev = b;
-        n.size = 0;
+        n.set_size(0);
       }
     }
     pool.insert(key(b));
   }
 
-  int64_t block_size(int b) const { return blocks_[b].size; }
+  int64_t block_size(int b) const { return blocks_[b].size(); }
   int64_t reserved() const { return reserved_; }
   int64_t peak_reserved() const { return peak_reserved_; }
   bool released_cache() const { return released_; }
@@ -278,8 +309,8 @@ class Model {
   // Replaying the uncapped GPU traces with newest segments first reproduces every
   // traced reserved peak but 4 (off by 12 to 64 MiB), against 7 (up to 690 MiB off)
   // with oldest first; the traces' own addresses reproduce all of them.
-  Address address(int b) const { return {seg_address_[static_cast<size_t>(blocks_[b].seg)], blocks_[b].offset}; }
-  FreePool::Key key(int b) const { return {blocks_[b].size, b, address(b)}; }
+  Address address(int b) const { return {seg_address_[static_cast<size_t>(blocks_[b].seg)], blocks_[b].offset()}; }
+  FreePool::Key key(int b) const { return {blocks_[b].size(), b, address(b)}; }
 
   // empty_cache on failure: whole free segments go back to the driver.
   void release_cached() {
@@ -287,9 +318,9 @@ class Model {
     for (auto* pool : {&small_, &large_}) {
       pool->erase_if([&](const FreePool::Key& k) {
         Blk& blk = blocks_[k.id];
-        if (blk.prev < 0 && blk.next < 0 && blk.size == seg_size_[blk.seg]) {
-          reserved_ -= blk.size;
-          blk.size = 0;  // the segment is gone
+        if (blk.prev < 0 && blk.next < 0 && blk.size() == seg_size_[blk.seg]) {
+          reserved_ -= blk.size();
+          blk.set_size(0);  // the segment is gone
           return true;
         }
         return false;
@@ -332,8 +363,14 @@ int64_t most_added(const Program& p, const std::vector<int64_t>& size) {
 AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit, bool locate,
                        std::optional<int64_t> to_come) {
   Model m(limit);
-  std::vector<int> where(p.blocks.size(), -1);
-  std::vector<int64_t> got(p.blocks.size(), 0);  // bytes the allocator handed out for each block
+  // One word per block: while the block is allocated, -1 - its id in the model; once
+  // freed, the bytes the allocator handed out for it (AllocatorResult::granted); 0 before.
+  // A live block's bytes are its model block's (a block is split or merged only while
+  // free), so the two never have to be kept side by side (a million-node program has 7M
+  // blocks).
+  std::vector<int64_t> slot(p.blocks.size(), 0);
+  auto live = [&](int blk) { return slot[blk] < 0; };
+  auto model_id = [&](int blk) { return static_cast<int>(-1 - slot[blk]); };
   AllocatorResult r;
   PeakTracker peak(p);
   int64_t total = 0, top = 0;  // allocated bytes, for a replay that does not locate its peak
@@ -359,23 +396,25 @@ AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::
         r.failed_request = size[ev.block];
         break;
       }
-      where[ev.block] = b;
-      got[ev.block] = m.block_size(b);
+      slot[ev.block] = -1 - static_cast<int64_t>(b);
+      const int64_t got = m.block_size(b);
       if (locate) {
-        peak.alloc(e, got[ev.block]);
+        peak.alloc(e, got);
       } else {
-        total = checked_add(total, got[ev.block]);
+        total = checked_add(total, got);
         top = std::max(top, total);
       }
     } else {
       requested -= size[ev.block];
-      if (where[ev.block] < 0) continue;
-      m.free(where[ev.block]);
-      where[ev.block] = -1;
+      if (!live(ev.block)) continue;
+      const int b = model_id(ev.block);
+      const int64_t got = m.block_size(b);
+      m.free(b);
+      slot[ev.block] = got;
       if (locate) {
-        peak.free(e, got[ev.block]);
+        peak.free(e, got);
       } else {
-        total -= got[ev.block];
+        total -= got;
       }
     }
   }
@@ -387,7 +426,10 @@ AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::
   r.peak_reserved = m.peak_reserved();
   r.released_cache = m.released_cache();
   r.peak_allocated = m.peak_allocated();
-  r.granted = std::move(got);
+  for (size_t blk = 0; blk < slot.size(); ++blk) {
+    if (live(static_cast<int>(blk))) slot[blk] = m.block_size(model_id(static_cast<int>(blk)));
+  }
+  r.granted = std::move(slot);
   return r;
 }
 

@@ -364,6 +364,7 @@ Analysis analyze(Graph g, const AnalysisOptions& opts) {
     laps.lap(p.stage);
   }
   a.graph = std::move(g);
+  a.graph.drop_index();  // no pass looks a name up from here on; the replay reuses its memory
   return a;
 }
 

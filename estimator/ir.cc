@@ -194,7 +194,7 @@ size_t Graph::slot_of(std::string_view name, uint32_t hash) const {
   }
 }
 
-void Graph::grow_index(size_t tensor_count) {
+void Graph::grow_index(size_t tensor_count) const {
   // At most half full, so probes stay short.
   size_t cap = 16;
   while (cap < 2 * tensor_count) cap *= 2;
@@ -212,6 +212,24 @@ void Graph::grow_index(size_t tensor_count) {
   }
 }
 
+void Graph::drop_index() {
+  index_ = std::vector<Slot>();
+  index_dropped_ = true;
+}
+
+void Graph::ensure_index() const {
+  if (!index_dropped_) return;
+  index_dropped_ = false;
+  grow_index(tensors.size() + 1);
+  const size_t mask = index_.size() - 1;
+  for (size_t id = 0; id < tensors.size(); ++id) {
+    const uint32_t hash = name_hash(tensors[id].name);
+    size_t s = hash & mask;
+    while (index_[s].id >= 0) s = (s + 1) & mask;
+    index_[s] = Slot{hash, static_cast<int32_t>(id)};
+  }
+}
+
 int Graph::add_tensor(std::string&& name, size_t slot, uint32_t hash) {
   const int id = static_cast<int>(tensors.size());
   tensors.emplace_back();
@@ -224,16 +242,19 @@ int Graph::add_tensor(std::string&& name, size_t slot, uint32_t hash) {
 int Graph::tensor_id(std::string_view name) { return tensor_id(name, name_hash(name)); }
 
 int Graph::tensor_id(std::string_view name, uint32_t hash) {
+  ensure_index();
   if (index_.empty()) grow_index(tensors.size() + 1);
   const size_t s = slot_of(name, hash);
   return index_[s].id >= 0 ? index_[s].id : add_tensor(std::string(name), s, hash);
 }
 
 void Graph::prefetch_slot(uint32_t hash) const {
+  ensure_index();
   if (!index_.empty()) __builtin_prefetch(&index_[hash & (index_.size() - 1)]);
 }
 
 void Graph::prefetch_tensor(uint32_t hash) const {
+  ensure_index();
   if (index_.empty()) return;
   const size_t mask = index_.size() - 1;
   for (size_t s = hash & mask; index_[s].id >= 0; s = (s + 1) & mask) {
@@ -245,6 +266,7 @@ void Graph::prefetch_tensor(uint32_t hash) const {
 }
 
 int Graph::adopt_tensor(std::string&& name) {
+  ensure_index();
   if (index_.empty()) grow_index(tensors.size() + 1);
   const uint32_t h = name_hash(name);
   const size_t s = slot_of(name, h);
@@ -252,6 +274,7 @@ int Graph::adopt_tensor(std::string&& name) {
 }
 
 int Graph::find_tensor(std::string_view name) const {
+  ensure_index();
   if (index_.empty()) return -1;
   const Slot& slot = index_[slot_of(name, name_hash(name))];
   return slot.id;
@@ -282,6 +305,7 @@ void Graph::relink() {
 
 void Graph::reserve(size_t tensor_count, size_t node_count) {
   tensors.reserve(tensor_count);
+  ensure_index();
   grow_index(tensor_count);
   nodes.reserve(node_count);
 }

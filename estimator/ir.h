@@ -268,6 +268,9 @@ struct Graph {
   void relink();
   /// Makes room for this many tensors and nodes (frontends know the counts up front).
   void reserve(size_t tensor_count, size_t node_count);
+  /// Frees the name index once the passes that look names up have run (a million-node
+  /// graph's is 34 MB, which the allocator replay then reuses); the next lookup rebuilds it.
+  void drop_index();
   void warn(const std::string& what);
 
  private:
@@ -281,8 +284,11 @@ struct Graph {
   size_t slot_of(std::string_view name, uint32_t hash) const;
   /// Appends a tensor named `name` whose slot is `slot`.
   int add_tensor(std::string&& name, size_t slot, uint32_t hash);
-  void grow_index(size_t tensor_count);
-  std::vector<Slot> index_;
+  void grow_index(size_t tensor_count) const;
+  /// Builds the index again after drop_index(), when there are tensors to find.
+  void ensure_index() const;
+  mutable std::vector<Slot> index_;
+  mutable bool index_dropped_ = false;
 };
 
 /// Module path from a legacy-exporter node name: "/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1".

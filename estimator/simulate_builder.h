@@ -68,7 +68,7 @@ class Builder : public StepMemory {
     if (b < 0) return;
     if (--refs_[b] == 0) prog_.events.push_back({Event::Free, phase_, iter_, b});
   }
-  Expr bytes_of(int t, DType d) const { return numel_[t] * Expr(dtype_size(d)); }
+  Expr bytes_of(int t, DType d) const { return *numel_[t] * Expr(dtype_size(d)); }
   bool on_gpu(int t) const { return facts_[t].on_gpu; }
   bool channels_last(int t) const { return t >= 0 && is_channels_last(layout_[t]); }
   std::span<const int> inputs(int k) const { return span(io_at_[2 * k], io_at_[2 * k + 1]); }
@@ -195,7 +195,7 @@ class Builder : public StepMemory {
   std::vector<int> grad_, cache_;
   std::vector<int> spare_cache_;  // a recompute's autocast cache (checkpoint)
   std::vector<int> cached_;       // tensors cached since the last recompute began
-  std::vector<Expr> numel_;
+  std::vector<ExprRef> numel_;  // interned: a few distinct sizes, 8 bytes a tensor, not 24
   std::vector<EffectiveInput> eff_;  // per node input, at the inputs' offsets in io_ (see effective)
   std::vector<int> params_, follows_;
   struct CastBack {
