@@ -9,10 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
-#include <string>
 #include <vector>
-
-#include "estimator/error.h"
 
 namespace memest {
 namespace {
@@ -35,27 +32,18 @@ int64_t segment_for(int64_t size) {
 using Address = std::pair<int64_t, int64_t>;
 
 // One block of a segment; merged-away and released blocks keep their id with size 0.
-// Trivial, so that a chunk of them (BlockStore) is not written until used. 24 bytes, not
-// 32: a million-node replay holds 6M of them at its peak, so size and offset are 47-bit
-// fields (128 TiB; Model::malloc refuses a larger request), beside the two flags.
-struct Blk {
-  static constexpr int64_t kLimit = int64_t{1} << 47;
+// Trivial, so that a chunk of them (BlockStore) is not written until used. Two layouts:
+// a replay whose requests are all under 64 TiB (every real one) keeps size and offset in
+// 47-bit fields, 24 bytes a block (a million-node replay holds 6M of them at its peak);
+// a larger request (a batch no GPU could hold, which `check` still has to answer) takes
+// the 32-byte layout.
+struct CompactBlk {
+  static constexpr int64_t kLimit = int64_t{1} << 46;  ///< requests under this fit its fields
   uint32_t size_lo, offset_lo;
   uint32_t size_hi : 15, offset_hi : 15, free : 1, small : 1;
   int seg;
   int prev, next;  ///< neighbours in the segment (-1: none)
 
-  static Blk make(int64_t size, int seg, int prev, int next, bool free, bool small, int64_t offset) {
-    Blk b;
-    b.seg = seg;
-    b.prev = prev;
-    b.next = next;
-    b.free = free;
-    b.small = small;
-    b.set_size(size);
-    b.set_offset(offset);
-    return b;
-  }
   int64_t size() const { return static_cast<int64_t>(size_hi) << 32 | size_lo; }
   int64_t offset() const { return static_cast<int64_t>(offset_hi) << 32 | offset_lo; }  ///< from the segment's start
   void set_size(int64_t v) {
@@ -67,13 +55,40 @@ struct Blk {
     offset_hi = static_cast<uint32_t>(v >> 32) & 0x7fff;
   }
 };
-static_assert(sizeof(Blk) == 24, "a million-node replay holds 6M blocks");
+static_assert(sizeof(CompactBlk) == 24, "a million-node replay holds 6M blocks");
+
+struct WideBlk {
+  int64_t size_;
+  int seg;
+  int prev, next;
+  bool free, small;
+  int64_t offset_;
+
+  int64_t size() const { return size_; }
+  int64_t offset() const { return offset_; }
+  void set_size(int64_t v) { size_ = v; }
+  void set_offset(int64_t v) { offset_ = v; }
+};
+
+template <typename Blk>
+Blk make_blk(int64_t size, int seg, int prev, int next, bool free, bool small, int64_t offset) {
+  Blk b;
+  b.seg = seg;
+  b.prev = prev;
+  b.next = next;
+  b.free = free;
+  b.small = small;
+  b.set_size(size);
+  b.set_offset(offset);
+  return b;
+}
 
 // The model's blocks, in chunks of 2 MiB rather than one array. A million-node replay
 // makes 6M blocks (190 MB); one array of them fitted none of the holes the program
 // builder's arrays left when they were freed (the heap is never trimmed, cli/heap.cc),
 // so it was faulted in fresh at the estimate's peak. A chunk's elements stay where they
 // are as the store grows.
+template <typename Blk>
 class BlockStore {
  public:
   Blk& operator[](size_t i) { return chunks_[i >> kShift][i & kMask]; }
@@ -102,10 +117,11 @@ class BlockStore {
 // vector per size made each insert and erase shift the entries after it, quadratic on
 // a million-node graph, whose pools hold hundreds of thousands of blocks of one size.
 // A block id is in the pool under one size at a time.
+template <typename Blk>
 class FreePool {
  public:
   /// `blocks` is the allocator's: a free block is in the pool its size belongs to.
-  explicit FreePool(const BlockStore& blocks) : blocks_(blocks) {}
+  explicit FreePool(const BlockStore<Blk>& blocks) : blocks_(blocks) {}
 
   struct Key {
     int64_t size;
@@ -219,9 +235,10 @@ class FreePool {
   std::vector<Bucket> buckets_;           // one per distinct size present, ascending
   std::vector<std::vector<Entry>> heaps_;  // by slot
   std::vector<int> spare_;                // slots of emptied heaps, reused for new sizes
-  const BlockStore& blocks_;              // the allocator's
+  const BlockStore<Blk>& blocks_;         // the allocator's
 };
 
+template <typename Blk>
 class Model {
  public:
   explicit Model(std::optional<int64_t> limit, SegmentOrder order = SegmentOrder::NewestFirst)
@@ -231,7 +248,7 @@ class Model {
   int malloc(int64_t size, int64_t segment_address = -1) {
     const bool small = size <= kSmallSize;
     auto& pool = small ? small_ : large_;
-    FreePool::Key found;
+    typename FreePool<Blk>::Key found;
     int b;
     if (pool.take_best_fit(size, &found)) {
       b = found.id;
@@ -241,16 +258,12 @@ class Model {
         release_cached();
         if (reserved_ + seg > *limit_) return -1;
       }
-      if (seg >= Blk::kLimit) {
-        throw Error("the step asks for a single block of " + std::to_string(size) +
-                    " bytes, over 128 TiB, more than any GPU holds: try a smaller --batch");
-      }
       reserved_ += seg;
       peak_reserved_ = std::max(peak_reserved_, reserved_);
       b = static_cast<int>(blocks_.size());
       const int64_t n = nsegs_++;
       seg_address_.push_back(segment_address >= 0 ? segment_address : newest_first_ ? -n : n);
-      blocks_.push_back(Blk::make(seg, static_cast<int>(n), -1, -1, false, small, 0));
+      blocks_.push_back(make_blk<Blk>(seg, static_cast<int>(n), -1, -1, false, small, 0));
       seg_size_.push_back(seg);
     }
     Blk& blk = blocks_[b];
@@ -258,7 +271,7 @@ class Model {
     const int64_t rest = blk.size() - size;
     if ((small && rest >= 512) || (!small && rest > kSmallSize)) {
       int r = static_cast<int>(blocks_.size());
-      blocks_.push_back(Blk::make(rest, blk.seg, b, blk.next, true, small, blk.offset() + size));
+      blocks_.push_back(make_blk<Blk>(rest, blk.seg, b, blk.next, true, small, blk.offset() + size));
       if (blk.next >= 0) blocks_[blk.next].prev = r;
       blk.next = r;
       blk.set_size(size);
@@ -310,13 +323,13 @@ class Model {
   // traced reserved peak but 4 (off by 12 to 64 MiB), against 7 (up to 690 MiB off)
   // with oldest first; the traces' own addresses reproduce all of them.
   Address address(int b) const { return {seg_address_[static_cast<size_t>(blocks_[b].seg)], blocks_[b].offset()}; }
-  FreePool::Key key(int b) const { return {blocks_[b].size(), b, address(b)}; }
+  typename FreePool<Blk>::Key key(int b) const { return {blocks_[b].size(), b, address(b)}; }
 
   // empty_cache on failure: whole free segments go back to the driver.
   void release_cached() {
     released_ = true;
     for (auto* pool : {&small_, &large_}) {
-      pool->erase_if([&](const FreePool::Key& k) {
+      pool->erase_if([&](const typename FreePool<Blk>::Key& k) {
         Blk& blk = blocks_[k.id];
         if (blk.prev < 0 && blk.next < 0 && blk.size() == seg_size_[blk.seg]) {
           reserved_ -= blk.size();
@@ -331,10 +344,10 @@ class Model {
   std::optional<int64_t> limit_;
   bool newest_first_;
   bool released_ = false;
-  BlockStore blocks_;
+  BlockStore<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
-  FreePool small_, large_;  // after blocks_, which they read
+  FreePool<Blk> small_, large_;  // after blocks_, which they read
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
 };
@@ -360,9 +373,10 @@ int64_t most_added(const Program& p, const std::vector<int64_t>& size) {
 // The replay. Given `to_come` (most_added()'s, and a limit), the most the requests not
 // yet replayed can add, it stops at the first event from which the cap can no longer be
 // reached (AllocatorResult::fits_for_certain).
+template <typename Blk>
 AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit, bool locate,
                        std::optional<int64_t> to_come) {
-  Model m(limit);
+  Model<Blk> m(limit);
   // One word per block: while the block is allocated, -1 - its id in the model; once
   // freed, the bytes the allocator handed out for it (AllocatorResult::granted); 0 before.
   // A live block's bytes are its model block's (a block is split or merged only while
@@ -433,20 +447,18 @@ AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::
   return r;
 }
 
-}  // namespace
-
-AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
-                                 bool locate) {
-  return replay(p, size, limit, locate, std::nullopt);
+// The compact block layout when every request fits its fields, else the wide one.
+AllocatorResult replay_any(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
+                           bool locate, std::optional<int64_t> to_come) {
+  const bool compact = std::all_of(size.begin(), size.end(), [](int64_t s) { return s < CompactBlk::kLimit; });
+  return compact ? replay<CompactBlk>(p, size, limit, locate, to_come)
+                 : replay<WideBlk>(p, size, limit, locate, to_come);
 }
 
-AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit) {
-  return replay(p, size, limit, /*locate=*/false, most_added(p, size));
-}
-
-AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit,
-                                SegmentOrder order) {
-  Model m(limit, order);
+template <typename Blk>
+AllocatorResult replay_requests_with(const std::vector<RawRequest>& requests, std::optional<int64_t> limit,
+                                     SegmentOrder order) {
+  Model<Blk> m(limit, order);
   AllocatorResult r;
   int max_id = -1;
   for (const RawRequest& q : requests) max_id = std::max(max_id, q.id);
@@ -486,6 +498,25 @@ AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::op
   r.released_cache = m.released_cache();
   r.peak_allocated = m.peak_allocated();
   return r;
+}
+
+}  // namespace
+
+AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
+                                 bool locate) {
+  return replay_any(p, size, limit, locate, std::nullopt);
+}
+
+AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit) {
+  return replay_any(p, size, limit, /*locate=*/false, most_added(p, size));
+}
+
+AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit,
+                                SegmentOrder order) {
+  const bool compact = std::all_of(requests.begin(), requests.end(),
+                                   [](const RawRequest& q) { return q.size < CompactBlk::kLimit; });
+  return compact ? replay_requests_with<CompactBlk>(requests, limit, order)
+                 : replay_requests_with<WideBlk>(requests, limit, order);
 }
 
 }  // namespace memest
