@@ -205,11 +205,15 @@ void Graph::grow_index(size_t tensor_count) const {
   advise_huge_pages(index_.data(), cap * sizeof(Slot));
   index_.assign(cap, Slot{});
   for (const Slot& slot : old) {
-    if (slot.id < 0) continue;
-    size_t s = slot.hash & (cap - 1);
-    while (index_[s].id >= 0) s = (s + 1) & (cap - 1);
-    index_[s] = slot;
+    if (slot.id >= 0) place(slot);
   }
+}
+
+void Graph::place(Slot slot) const {
+  const size_t mask = index_.size() - 1;
+  size_t s = slot.hash & mask;
+  while (index_[s].id >= 0) s = (s + 1) & mask;
+  index_[s] = slot;
 }
 
 void Graph::drop_index() {
@@ -221,13 +225,7 @@ void Graph::ensure_index() const {
   if (!index_dropped_) return;
   index_dropped_ = false;
   grow_index(tensors.size() + 1);
-  const size_t mask = index_.size() - 1;
-  for (size_t id = 0; id < tensors.size(); ++id) {
-    const uint32_t hash = name_hash(tensors[id].name);
-    size_t s = hash & mask;
-    while (index_[s].id >= 0) s = (s + 1) & mask;
-    index_[s] = Slot{hash, static_cast<int32_t>(id)};
-  }
+  for (size_t id = 0; id < tensors.size(); ++id) place(Slot{name_hash(tensors[id].name), static_cast<int32_t>(id)});
 }
 
 int Graph::add_tensor(std::string&& name, size_t slot, uint32_t hash) {

@@ -285,6 +285,8 @@ struct Graph {
   /// Appends a tensor named `name` whose slot is `slot`.
   int add_tensor(std::string&& name, size_t slot, uint32_t hash);
   void grow_index(size_t tensor_count) const;
+  /// Files a slot at its hash's first empty place (the index has room).
+  void place(Slot slot) const;
   /// Builds the index again after drop_index(), when there are tensors to find.
   void ensure_index() const;
   mutable std::vector<Slot> index_;
