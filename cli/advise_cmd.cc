@@ -153,7 +153,8 @@ void estimate_outcome(Outcome& out, const Analysis& a, int64_t batch, std::optio
                             [&](int64_t b) {
                               progress.update(step + ": trying batch " + std::to_string(b));
                               return fit_of(probe_budget(a, b, *budget));
-                            })
+                            },
+                            kDefaultMaxBatch, search_guess(a, *budget, std::nullopt))
                             .contiguous;
 }
 

@@ -2,6 +2,7 @@
 #include "cli/fit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "cli/gpus.h"
@@ -92,9 +93,10 @@ bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_
   return ok;
 }
 
-bool fits(BudgetProbe&& probe, int64_t budget, Estimate* out) {
+bool fits(const Analysis& a, int64_t batch, std::optional<int64_t> free_value, BudgetProbe&& probe, int64_t budget,
+          Estimate* out) {
   // As fits() does for a capped replay that released its cache and did not fail.
-  *out = std::move(*probe.uncapped);
+  *out = probe.uncapped ? std::move(*probe.uncapped) : estimate(a, batch, free_value);
   const bool ok = out->peak.peak_bytes <= budget;
   if (ok) out->reserved_bytes = probe.capped_reserved;
   return ok;
@@ -134,13 +136,19 @@ int64_t first_failure(const std::function<bool(int64_t)>& fits_at, int64_t lo, i
 
 }  // namespace
 
-FitSearch search_fitting(const std::function<Fit(int64_t)>& probe, int64_t max) {
+FitSearch search_fitting(const std::function<Fit(int64_t)>& probe, int64_t max, std::optional<int64_t> calm_below) {
   // The scan comes back to values the bisection has tried (each is a replay of the
   // allocator).
   std::map<int64_t, Fit> tried;
+  // Below a value that fits calmly, every value is taken to (as the calm bisection below
+  // takes it): entered as such when the search asks, so that what it has seen is what
+  // it would have seen without the guess. The guess itself is entered only when asked.
+  std::optional<Fit> guessed;
+  if (calm_below && *calm_below >= 1 && *calm_below <= max) guessed = probe(*calm_below);
+  const int64_t known_calm = guessed == Fit::Calm ? *calm_below : 0;
   auto status = [&](int64_t v) {
     const auto [at, fresh] = tried.try_emplace(v, Fit::No);
-    if (fresh) at->second = probe(v);
+    if (fresh) at->second = v < known_calm ? Fit::Calm : v == calm_below && guessed ? *guessed : probe(v);
     return at->second;
   };
   auto fits_at = [&](int64_t v) { return status(v) != Fit::No; };
@@ -167,10 +175,70 @@ FitSearch search_fitting(const std::function<Fit(int64_t)>& probe, int64_t max) 
   return r;
 }
 
+namespace {
+
+// On the chord from (x0, y0) to (x1, y1), where it reaches `target`, rounded down.
+int64_t chord_root(int64_t x0, int64_t y0, int64_t x1, int64_t y1, int64_t target) {
+  const double t = static_cast<double>(target - y0) / static_cast<double>(y1 - y0);
+  return x0 + static_cast<int64_t>(t * static_cast<double>(x1 - x0));
+}
+
+}  // namespace
+
+std::optional<int64_t> calm_guess(const std::function<int64_t(int64_t)>& peak_of, int64_t budget, int64_t max) {
+  if (max < 2) return std::nullopt;
+  const int64_t target = static_cast<int64_t>(static_cast<double>(budget) * kGuessShare);
+  int64_t prev = 1, pprev = peak_of(1), lo = 2, plo = peak_of(2);  // the two highest values under the target
+  if (plo <= pprev || plo > target) return std::nullopt;
+  int64_t hi = 0, phi = 0;  // the lowest value over it, once one is seen
+  // A convex bound lies above the secant through two of its points beyond them, and
+  // below it between them: the secant through the two highest values under the target,
+  // continued, reaches it at or past the bound's crossing; the chord from lo to hi at
+  // or before it. Tried in turn (the geometric mean instead of a chord that a far hi
+  // leaves at lo), until lo is within a sixty-fourth of hi or is the secant's root.
+  auto close = [&] { return hi > 0 && hi - lo <= lo / 64 + 1; };
+  auto take = [&](int64_t c) {
+    const int64_t pc = peak_of(c);
+    if (pc <= target) {
+      prev = lo, pprev = plo, lo = c, plo = pc;
+    } else {
+      hi = c, phi = pc;
+    }
+    return pc <= target;
+  };
+  for (int probes = 0; probes < 8 && !close();) {
+    const int64_t over = std::min(chord_root(prev, pprev, lo, plo, target), max);
+    if (over > lo && (hi == 0 || over < hi)) {
+      ++probes;
+      if (take(over) && (hi == 0 || lo == max)) break;  // the secant's root is under the target: near enough
+      if (close()) break;
+    }
+    if (hi == 0) break;
+    int64_t under = chord_root(lo, plo, hi, phi, target);
+    if (hi > 4 * lo) under = std::max(under, static_cast<int64_t>(std::sqrt(static_cast<double>(lo) * hi)));
+    if (under <= lo || under >= hi) break;
+    ++probes;
+    take(under);
+  }
+  return lo;
+}
+
+std::optional<int64_t> search_guess(const Analysis& a, int64_t budget, std::optional<int64_t> batch, int64_t max) {
+  auto requests_peak = [&](int64_t v) {
+    const Bindings b = batch ? bind_dims(a, *batch, v) : bind_dims(a, v);
+    return committed_peak(a.program, b, a.train.target->alloc_round);
+  };
+  try {
+    return calm_guess(requests_peak, budget, max);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 FitSearch search_fitting(const std::function<bool(int64_t)>& probe, int64_t max) {
   return search_fitting([&](int64_t v) { return probe(v) ? Fit::Calm : Fit::No; }, max);
 }
 
-Fit fit_of(const BudgetProbe& p) { return !p.fits ? Fit::No : p.uncapped ? Fit::Capped : Fit::Calm; }
+Fit fit_of(const BudgetProbe& p) { return !p.fits ? Fit::No : p.released ? Fit::Capped : Fit::Calm; }
 
 }  // namespace memest

@@ -46,9 +46,11 @@ std::string profiled_gpu(const Target& t);
 /// `free_value` binds the swept dim (sweep --sweep); `out`, when set, gets the estimate.
 bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out);
 
-/// fits() with an estimate for the batch of a probe that made the uncapped estimate
-/// (BudgetProbe::uncapped set): the same answer and estimate, without two more replays.
-bool fits(BudgetProbe&& probe, int64_t budget, Estimate* out);
+/// fits() for the batch of a probe whose capped replay released the cache and fitted
+/// (BudgetProbe::released): the same answer and estimate, the reserved bytes the
+/// probe's, the uncapped estimate the probe's (BudgetProbe::uncapped) or made now.
+bool fits(const Analysis& a, int64_t batch, std::optional<int64_t> free_value, BudgetProbe&& probe, int64_t budget,
+          Estimate* out);
 
 /// The largest v in [1, max] with fits_at(v), or 0 when not even 1 fits: doubling,
 /// then bisection, about 2*log2(answer) calls. Assumes fitting is monotone in v.
@@ -72,10 +74,33 @@ Fit fit_of(const BudgetProbe& p);
 /// failed: a gap narrower than the stride may go unseen). The islands above the
 /// first failure measured on the GPU were 1 to 21 batches wide (gpt2_hf fp16 under
 /// 24 GiB: 127 and 129-135 fail, 126, 128 and 136 run). `probe` is asked once per value.
-FitSearch search_fitting(const std::function<Fit(int64_t)>& probe, int64_t max = kDefaultMaxBatch);
+///
+/// `calm_below`, when set, is probed first; when it fits calmly, the values under it
+/// are taken to fit calmly without a probe (calm_guess() places it where the requests
+/// take half the budget: far under the cap, where the doubling spends most of its
+/// replays). Neither it nor those values join what the search has seen otherwise, so
+/// the search takes the path it takes without it, and answers the same.
+FitSearch search_fitting(const std::function<Fit(int64_t)>& probe, int64_t max = kDefaultMaxBatch,
+                         std::optional<int64_t> calm_below = std::nullopt);
 /// The same with a yes/no probe, every fitting value taken as calm: `contiguous` is
 /// then the bisection's answer.
 FitSearch search_fitting(const std::function<bool(int64_t)>& probe, int64_t max = kDefaultMaxBatch);
 constexpr int64_t kMaxScan = 48;
+
+/// A value under which everything fits calmly, from a lower bound of each value's peak
+/// (`peak_of`, the requests' peak: committed_peak(), no replay), increasing and convex
+/// in the value as a sum of block sizes that grow with it is: where that bound takes
+/// kGuessShare of `budget` (within a sixty-fourth, from below), by secants from 1 and 2.
+/// For the allocator to reach the cap there it would have to reserve twice what is
+/// requested. None when the bound does not grow or 2 is already over.
+std::optional<int64_t> calm_guess(const std::function<int64_t(int64_t)>& peak_of, int64_t budget,
+                                  int64_t max = kDefaultMaxBatch);
+/// calm_guess() for a search of `a` over the batch, or with `batch` over the free dim
+/// (sweep --sweep), from the requests' peak. A value the bound cannot be evaluated at
+/// (an overflow far above any card) leaves the search without a guess; its own probe
+/// then says what is wrong.
+std::optional<int64_t> search_guess(const Analysis& a, int64_t budget, std::optional<int64_t> batch,
+                                    int64_t max = kDefaultMaxBatch);
+constexpr double kGuessShare = 0.5;
 
 }  // namespace memest

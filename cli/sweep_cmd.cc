@@ -1,6 +1,7 @@
 // `memest sweep` and `memest check`: the largest batch that fits, and will this fit.
 // Both reuse one analysis: each candidate batch only evaluates the program.
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/advise.h"
@@ -109,6 +110,29 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
   }
 }
 
+// The probes that fitted only at the cap, by value: their capped replays' reserved bytes,
+// and the uncapped estimates of the highest kKept that made one (a million-node estimate
+// holds 60 MB). The answer is often among them (the walk for the first failure ends
+// just above it) and then costs at most the uncapped replay, often none.
+class CappedFits {
+ public:
+  void add(int64_t v, BudgetProbe&& p) {
+    probes_[v] = std::move(p);
+    int with_estimate = 0;
+    for (auto at = probes_.rbegin(); at != probes_.rend(); ++at) {
+      if (at->second.uncapped && ++with_estimate > kKept) at->second.uncapped.reset();
+    }
+  }
+  BudgetProbe* find(int64_t v) {
+    const auto at = probes_.find(v);
+    return at == probes_.end() ? nullptr : &at->second;
+  }
+
+ private:
+  static constexpr int kKept = 2;
+  std::map<int64_t, BudgetProbe> probes_;
+};
+
 int run_sweep(const SweepOptions& o) {
   const int64_t budget = o.budget.bytes();
   const bool by_dim = !o.sweep_dim.empty();
@@ -126,28 +150,22 @@ int run_sweep(const SweepOptions& o) {
       return by_dim ? fits(a, o.common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
     };
     int tried = 0;
-    // The last probe that fitted after the cap emptied the cache made the estimate the
-    // answer needs; when that probe is the answer (often: the walk for the first
-    // failure ends just above it), the answer costs no replay of its own.
-    std::optional<BudgetProbe> last_fit;
-    int64_t last_fit_value = 0;
+    CappedFits at_cap;
     found = search_fitting(
         [&](int64_t v) {
           progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
           BudgetProbe p = by_dim ? probe_budget(a, o.common.batch, budget, v) : probe_budget(a, v, budget);
           const Fit fit = fit_of(p);
-          if (p.fits) last_fit.reset();
-          if (p.fits && p.uncapped) {
-            last_fit = std::move(p);
-            last_fit_value = v;
-          }
+          if (fit == Fit::Capped) at_cap.add(v, std::move(p));
           return fit;
         },
-        o.max);
-    if (found.contiguous > 0 && last_fit && last_fit_value == found.contiguous) {
-      fits(std::move(*last_fit), budget, &best);
-    } else if (found.contiguous > 0) {
-      try_value(found.contiguous, &best);
+        o.max, search_guess(a, budget, by_dim ? std::optional<int64_t>(o.common.batch) : std::nullopt, o.max));
+    const int64_t v = found.contiguous;
+    if (BudgetProbe* p = at_cap.find(v)) {
+      fits(a, by_dim ? o.common.batch : v, by_dim ? std::optional<int64_t>(v) : std::nullopt, std::move(*p), budget,
+           &best);
+    } else if (v > 0) {
+      try_value(v, &best);
     }
   }
   std::optional<Rescue> help;

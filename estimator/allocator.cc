@@ -507,6 +507,24 @@ AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& s
   return replay_any(p, size, limit, locate, std::nullopt);
 }
 
+int64_t most_allocated(const Program& p, const std::vector<int64_t>& size) {
+  // A request takes the best-fitting free block of its pool, or a new segment, and keeps
+  // what the split leaves only when that rest is too small to split off (Model::malloc):
+  // under 512 bytes in the small pool, at most kSmallSize in the large one.
+  auto most = [](int64_t s) { return s == 0 ? 0 : s <= kSmallSize ? s + 511 : checked_add(s, kSmallSize); };
+  int64_t total = 0, peak = 0;
+  for (const Event& ev : p.events) {
+    const int64_t got = most(size[ev.block]);
+    if (ev.kind == Event::Alloc) {
+      total = checked_add(total, got);
+      peak = std::max(peak, total);
+    } else {
+      total -= got;
+    }
+  }
+  return peak;
+}
+
 AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit) {
   return replay_any(p, size, limit, /*locate=*/false, most_added(p, size));
 }

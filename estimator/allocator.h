@@ -54,6 +54,12 @@ AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& s
 /// decides before the first event), near it late or never.
 AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit);
 
+/// At least the peak allocated of the uncapped replay (replay_allocator(p, size)'s
+/// peak.peak_bytes), without replaying: every block counted with the most the allocator
+/// may hand out for it, the request and the rest of a block it does not split. A batch
+/// probe whose capped replay released its cache fits when this is within the budget.
+int64_t most_allocated(const Program& p, const std::vector<int64_t>& size);
+
 /// One request of a raw sequence: an allocation of `size` bytes (already rounded as
 /// the allocator rounds) under the caller's `id`, or the free of that id. A request
 /// that `may_fail` is an attempt whose failure ends nothing (cuDNN asks for an

@@ -428,6 +428,13 @@ BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget, std::
       out.fits = capped.peak.peak_bytes <= budget;
       return out;
     }
+    out.released = true;
+    // The estimate's peak (the uncapped replay's) is within this bound: near the cap of
+    // a sweep, a replay saved for every batch the search tries.
+    if (most_allocated(a.program, size) <= budget) {
+      out.fits = true;
+      return out;
+    }
   } catch (const Error& err) {
     throw err.in_file(a.graph.file);
   }

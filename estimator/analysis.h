@@ -106,9 +106,13 @@ bool fits_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional
 /// What fits_budget() found out on the way to its answer.
 struct BudgetProbe {
   bool fits = false;
+  /// The capped replay made the allocator empty its cache and did not fail: the batch
+  /// fits only at the cap (Fit::Capped), its reserved bytes are capped_reserved.
+  bool released = false;
   int64_t capped_reserved = 0;  ///< the capped replay's max_memory_reserved (0: none ran to the end)
-  /// The uncapped estimate, made when the capped replay released its cache (the answer
-  /// needs its peak): the estimate a sweep reports, when this batch is its answer.
+  /// The uncapped estimate, when the answer needed its peak (a released cache, and
+  /// most_allocated() over the budget): the estimate a sweep reports, when this batch
+  /// is its answer.
   std::optional<Estimate> uncapped;
 };
 BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget,

@@ -73,3 +73,20 @@ TEST_CASE("allocator: a request too large for the compact block layout replays a
   CHECK(u.granted[0] == under[0]);
   CHECK(u.peak_reserved == under[0] + 20 * kMiB);
 }
+
+TEST_CASE("allocator: most_allocated bounds the uncapped peak by what a block not split may add") {
+  // The program of the test above: 3 MiB, freed, then 19.5 MiB, granted the whole 20 MiB
+  // block. The bound counts each large request with 1 MiB more (the most a block keeps
+  // unsplit): max(3 + 1, 19.5 + 1) = 20.5 MiB, at or over the replay's 20 MiB.
+  const Program p = program_of(2, {{0, true}, {0, false}, {1, true}});
+  const std::vector<int64_t> size = {3 * kMiB, 19 * kMiB + 512 * kKiB};
+  CHECK(most_allocated(p, size) == 20 * kMiB + 512 * kKiB);
+  CHECK(most_allocated(p, size) >= replay_allocator(p, size).peak.peak_bytes);
+  // The first test's program: 11 MiB (granted 12), 600 KiB, 3 MiB and 0 bytes alive at
+  // once. Small requests add under 512 bytes (511), large ones 1 MiB, nothing for none:
+  // 12 MiB + 600 KiB + 511 + 4 MiB.
+  const Program q = program_of(4, {{0, true}, {1, true}, {2, true}, {3, true}, {1, false}, {2, false}});
+  const std::vector<int64_t> qsize = {11 * kMiB, 600 * kKiB, 3 * kMiB, 0};
+  CHECK(most_allocated(q, qsize) == 12 * kMiB + 600 * kKiB + 511 + 4 * kMiB);
+  CHECK(most_allocated(q, qsize) >= replay_allocator(q, qsize).peak.peak_bytes);
+}

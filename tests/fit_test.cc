@@ -98,3 +98,69 @@ TEST_CASE("nothing fits: 0") {
   CHECK(f.largest == 0);
 }
 
+
+TEST_CASE("a guess that fits calmly answers for every smaller value; the search's path and answer unchanged") {
+  // The gpt_bigcode case above, with a guess at 700.
+  CapRule plain{1300, {}}, r{1300, {}};
+  for (int64_t b = 1301; b <= 1540; ++b) {
+    if (b <= 1365 || (b >= 1387 && b <= 1408) || b >= 1515) plain.at_cap.insert(b), r.at_cap.insert(b);
+  }
+  const FitSearch without = run(plain);
+  const FitSearch f = search_fitting([&](int64_t b) { return r.fit(b); }, 1 << 20, 700);
+  CHECK(f.contiguous == without.contiguous);
+  CHECK(f.largest == without.largest);
+  // The doubling's 1 to 512 are not asked; everything else is, and 700 besides.
+  std::set<int64_t> expected = plain.asked;
+  for (int64_t b = 1; b <= 512; b *= 2) CHECK(expected.erase(b) == 1);
+  expected.insert(700);
+  CHECK(r.asked == expected);
+}
+
+TEST_CASE("a guess that does not fit calmly costs its probe and nothing else") {
+  CapRule plain{126, {130}}, r{126, {130}};
+  const FitSearch without = run(plain);
+  const FitSearch f = search_fitting([&](int64_t b) { return r.fit(b); }, 1 << 20, 130);
+  CHECK(f.contiguous == without.contiguous);
+  CHECK(f.contiguous == 126);
+  CHECK(f.largest == without.largest);
+  std::set<int64_t> expected = plain.asked;
+  expected.insert(130);
+  CHECK(r.asked == expected);
+}
+
+TEST_CASE("the calm guess of an affine bound: where it takes half the budget") {
+  // 1,000 bytes that do not grow and 100 a sample; a budget of 200,100: half is 100,050
+  // bytes, reached between 990 (100,000) and 991; the secant from 1 and 2 lands on 990.
+  std::set<int64_t> asked;
+  const std::optional<int64_t> g = calm_guess(
+      [&](int64_t v) {
+        asked.insert(v);
+        return 1000 + 100 * v;
+      },
+      200100);
+  CHECK(g == 990);
+  CHECK(asked == std::set<int64_t>{1, 2, 990});
+}
+
+TEST_CASE("the calm guess of a convex bound comes within a sixty-fourth from below") {
+  // A square in the value (attention over a swept sequence): half of 2*10^6 bytes is
+  // 10^6, reached at sqrt(999,000) = 999.5; the guess is under it and close, where
+  // regula falsi alone, from a secant root of 333,000, would creep up from 2.
+  int probes = 0;
+  const std::optional<int64_t> g = calm_guess(
+      [&](int64_t v) {
+        ++probes;
+        return 1000 + v * v;
+      },
+      2000000);
+  REQUIRE(g);
+  CHECK(*g <= 999);
+  CHECK(*g >= 999 - 999 / 64 - 1);
+  CHECK(probes <= 2 + 8);
+}
+
+TEST_CASE("no calm guess when the bound does not grow, when 2 is already over, or when only 1 may be tried") {
+  CHECK(!calm_guess([](int64_t) { return int64_t{5000}; }, 100000));
+  CHECK(!calm_guess([](int64_t v) { return 30000 * v; }, 100000));
+  CHECK(!calm_guess([](int64_t v) { return 1000 + v; }, 100000, 1));
+}
