@@ -319,6 +319,20 @@ TEST_CASE("conv: workspace envelope of 1-D, 3-D and transposed convolutions") {
     CHECK(shape(g, "y") == "[batch, 8, 128]");
     CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).bytes.str() == "8192*batch + 2048");
   }
+  SUBCASE("transposed with one input channel per group: cuDNN's grouped weight gradient") {
+    // Convolution.cpp's is_depthwise requires !transposed: cuDNN runs it (rnd40_87).
+    // x [batch, 8, 32, 32], w [8, 1, 3, 3], group 8, stride 2: y [batch, 8, 65, 65]. In
+    // fp16: x 8*1024*2 = 16384 B a sample, y 8*4225*2 = 67600.
+    //   wgrad {BwdWeight, Grouped, half, spatial, 64, 64, 0, 0}: 4 x + 4 y = 335936 a sample
+    //   fwd and dgrad: none, as measured.
+    Graph g = infer("input x float16 batch,8,32,32\nparam w float16 8,1,3,3\nnode ConvTranspose x w -> y strides=2,2 group=8");
+    const Node& n = producer(g, "y");
+    CHECK(shape(g, "y") == "[batch, 8, 65, 65]");
+    CHECK(n.info->bwd_workspace(g, n, DType::F16, true, false).bytes.str() == "335936*batch");
+    CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).bytes.str() == "335936*batch");
+    CHECK(n.info->fwd_workspace(g, n, DType::F16, true, false).bytes.is_zero());
+    CHECK(n.info->bwd_data_workspace(g, n, DType::F16, true, false).bytes.is_zero());
+  }
   SUBCASE("depthwise: PyTorch's own kernels, no cuDNN workspace") {
     Graph g = infer("input x float32 batch,64,1000\nparam w float32 64,1,5\nnode Conv x w -> y pads=2,2 group=64");
     const Node& n = producer(g, "y");
@@ -381,7 +395,7 @@ TEST_CASE("conv: a 3-D weight gradient's unpredictable split-K workspace is boun
     REQUIRE(x.node >= 0);
     CHECK(a.graph.nodes[x.node].op == "Conv");
   }
-  SUBCASE("transposed 3-D layers, dense and grouped, by their own envelope; depthwise ones not") {
+  SUBCASE("transposed 3-D layers, dense and grouped (one channel a group too), by their own envelope") {
     // x [batch, 16, 4, 4, 4] fp16 = 2,048 B a sample, y [batch, 8, 8, 8, 8] = 8,192 B.
     // Dense, w [16, 8, 2, 2, 2] = 2,048 B, row {BwdWeight, Dense, half, spatial, 96, 64, 384, 0}
     // of cudnn_model_3d_tconv_h200.inc: 6 * 2,048 + 4 * 8,192 = 45,056 a sample, 24 * 2,048.
@@ -398,7 +412,11 @@ TEST_CASE("conv: a 3-D weight gradient's unpredictable split-K workspace is boun
     const Node& e = producer(gt, "ye");
     CHECK(d.info->bwd_workspace_bound(gt, d, DType::F16, true, false).bytes.str() == "45056*batch + 49152");
     CHECK(q.info->bwd_workspace_bound(gt, q, DType::F16, true, false).bytes.str() == "180224*batch + 1073152");
-    CHECK(e.info->bwd_workspace_bound(gt, e, DType::F16, true, false).bytes.is_zero());
+    // One input channel a group (16): not depthwise to PyTorch when transposed, cuDNN's
+    // grouped call. w [16, 1, 2, 2, 2] = 256 B, y [batch, 16, 8, 8, 8] = 16,384 B a sample:
+    // 24 * 2,048 + 16 * 16,384 = 311,296 a sample; 24 * 256 + 1,048,576.
+    CHECK(shape(gt, "ye") == "[batch, 16, 8, 8, 8]");
+    CHECK(e.info->bwd_workspace_bound(gt, e, DType::F16, true, false).bytes.str() == "311296*batch + 1054720");
   }
   SUBCASE("a 2-D layer: nothing beyond the estimate") {
     Graph g2 = infer("input x float16 batch,8,8,8\nparam w float16 16,8,3,3\nnode Conv x w -> y pads=1,1,1,1");
