@@ -291,6 +291,10 @@ memest_matrix(matrix-blind32-h200-torch2.11 SETS sample39 random40)
 # Session 39's fresh sample (sample seed 40, random seed 41; blind33), measured on an H100,
 # compared once (blind33-compare-h100-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind33-h100-torch2.11 SETS sample40 random41 TAG h100-torch2.11)
+# Session 39's closing sample (sample seed 41, random seed 42; blind34), measured on an H100
+# after the session's changes, compared once (blind34-compare-h100-torch2.11.txt), now a
+# regression set.
+memest_matrix(matrix-blind34-h100-torch2.11 SETS sample41 random42 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
