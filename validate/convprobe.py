@@ -377,12 +377,34 @@ def draw_grouped_small_map(r):
             "dtype": dtype, "opad": 0, "bias": r.random() < 0.5}
 
 
+def draw_tconv_depthwise(r):
+    """Transposed 1-D and 2-D convolutions with one input channel per group, which PyTorch
+    does not take for depthwise (Convolution.cpp is_depthwise requires !transposed): cuDNN
+    runs them as grouped layers (rnd40_87's 3x3: a 7.25 MB weight-gradient workspace, 4.9 x
+    (x + y)). Which of their calls take workspaces, and how much, for the envelope's class."""
+    nd = r.choice([1, 2, 2, 2])
+    cin = r.choice([4, 8, 16, 32, 64, 128, 256])
+    mult = r.choice([1, 1, 2, 4, 16])
+    k = r.choice([2, 3, 3, 4, 5, 7])
+    stride = r.choice([1, 2, 2, 3])
+    dil = r.choice([1, 1, 2, 3])
+    size = r.choice([8, 16, 32, 48, 64]) if nd == 2 else r.choice([64, 256, 1024, 4096])
+    n = r.choice([1, 2, 4, 8, 16, 32, 64])
+    out = ((size - 1) * stride + dil * (k - 1) + 2) ** nd
+    while n > 1 and n * cin * mult * out > 4e8:  # keep a probe's tensors under a few GB
+        n //= 2
+    return {"nd": nd, "transposed": True, "n": n, "cin": cin, "cout": cin * mult, "spatial": [size] * nd, "k": k,
+            "stride": stride, "pad": r.choice([0, (dil * (k - 1)) // 2]), "dil": dil, "groups": cin,
+            "dtype": r.choice(["float16", "float16", "bfloat16", "float32"]),
+            "opad": 1 if stride > 1 and r.random() < 0.4 else 0, "bias": r.random() < 0.5}
+
+
 FAMILIES = {"any": draw, "grouped-small-map": draw_grouped_small_map, "strided-dilated": draw_strided_dilated, "table": draw_table, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,
             "tconv3d": draw_tconv3d, "dilated": draw_dilated,
-            "conv1d-long": draw_conv1d_long}
+            "conv1d-long": draw_conv1d_long, "tconv-depthwise": draw_tconv_depthwise}
 
 
 def _kernels(torch, fn):
