@@ -319,19 +319,20 @@ TEST_CASE("conv: workspace envelope of 1-D, 3-D and transposed convolutions") {
     CHECK(shape(g, "y") == "[batch, 8, 128]");
     CHECK(n.info->fwd_workspace(g, n, DType::F32, true, false).bytes.str() == "8192*batch + 2048");
   }
-  SUBCASE("transposed with one input channel per group: cuDNN's grouped weight gradient") {
+  SUBCASE("transposed with one input channel per group: cuDNN's, by its own envelope") {
     // Convolution.cpp's is_depthwise requires !transposed: cuDNN runs it (rnd40_87).
     // x [batch, 8, 32, 32], w [8, 1, 3, 3], group 8, stride 2: y [batch, 8, 65, 65]. In
-    // fp16: x 8*1024*2 = 16384 B a sample, y 8*4225*2 = 67600.
-    //   wgrad {BwdWeight, Grouped, half, spatial, 64, 64, 0, 0}: 4 x + 4 y = 335936 a sample
-    //   fwd and dgrad: none, as measured.
+    // fp16: x 8*1024*2 = 16384 B a sample, y 8*4225*2 = 67600. cudnn_model_tdw_h200.inc:
+    //   wgrad {BwdWeight, Depthwise, half, spatial, 64, 32, 0, 1 MiB}: 4 x + 2 y = 200736 a sample
+    //   dgrad {BwdData, Depthwise, half, spatial, 0, 18, 0, 1 MiB}: 1.125 y = 76050 a sample
+    //   fwd   {Fwd, Depthwise, half, spatial, 0, 0, 0, 0}: none
     Graph g = infer("input x float16 batch,8,32,32\nparam w float16 8,1,3,3\nnode ConvTranspose x w -> y strides=2,2 group=8");
     const Node& n = producer(g, "y");
     CHECK(shape(g, "y") == "[batch, 8, 65, 65]");
-    CHECK(n.info->bwd_workspace(g, n, DType::F16, true, false).bytes.str() == "335936*batch");
-    CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).bytes.str() == "335936*batch");
+    CHECK(n.info->bwd_workspace(g, n, DType::F16, true, false).bytes.str() == "200736*batch + 1048576");
+    CHECK(n.info->bwd_workspace(g, n, DType::F16, false, false).bytes.str() == "200736*batch + 1048576");
+    CHECK(n.info->bwd_data_workspace(g, n, DType::F16, true, false).bytes.str() == "76050*batch + 1048576");
     CHECK(n.info->fwd_workspace(g, n, DType::F16, true, false).bytes.is_zero());
-    CHECK(n.info->bwd_data_workspace(g, n, DType::F16, true, false).bytes.is_zero());
   }
   SUBCASE("depthwise: PyTorch's own kernels, no cuDNN workspace") {
     Graph g = infer("input x float32 batch,64,1000\nparam w float32 64,1,5\nnode Conv x w -> y pads=2,2 group=64");

@@ -150,6 +150,18 @@ def check(coef, terms, meas):
             float(np.median(pred[big] / meas[big])) if big.any() else float("nan"), int(big.sum()))
 
 
+def probed_gpus(paths):
+    """The GPUs the probes ran on ("NVIDIA H200"), from each file's first record."""
+    names = []
+    for path in paths:
+        opener = lzma.open if path.endswith(".xz") else open
+        with opener(path, "rt") as f:
+            name = json.loads(f.readline()).get("versions", {}).get("gpu", "unknown GPU")
+        if name not in names:
+            names.append(name)
+    return " and ".join(names)
+
+
 def main(argv):
     global SLACK, FLOOR
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -166,6 +178,8 @@ def main(argv):
                     help="leave the bias gradient's reduction buffer out of the transients (memest models it apart)")
     ap.add_argument("--nd", type=int, choices=(1, 2, 3),
                     help="only probes of this many spatial dimensions; a class without fit probes gets no row")
+    ap.add_argument("--only-probed", action="store_true",
+                    help="rows only for the classes the probes hold (a family's own table), as --nd does")
     ap.add_argument("--min-probes", type=int, default=1,
                     help="with --nd: a class with fewer fit probes gets no row (memest falls back to the general rows)")
     ap.add_argument("--constants", default="0,1",
@@ -192,7 +206,7 @@ def main(argv):
                     sel = [q for q in probes if q[1] == cls]
                     fit_set = [q for q in sel if q[0] in fit_seeds]
                     chk = [q for q in sel if q[0] not in fit_seeds]
-                    if args.nd is not None and len(fit_set) < args.min_probes:
+                    if (args.nd is not None or args.only_probed) and len(fit_set) < args.min_probes:
                         report.append("%-10s %-9s %-4s %-9s %d fit probes: no row" % (call, g, p, k, len(fit_set)))
                         continue
                     if not fit_set:
@@ -223,7 +237,7 @@ def main(argv):
         ("//   /usr/bin/python3 validate/cudnn_model.py " + " ".join(argv)).rstrip(),
         "// Source: %s (seeds %s fitted, the others checked)," % (
             ", ".join(os.path.relpath(p, ROOT) for p in args.src.split(",")), args.fit_seed),
-        "// random convolutions on an NVIDIA H200, cudnn.benchmark=False.",
+        "// random convolutions on an %s, cudnn.benchmark=False." % probed_gpus(args.src.split(",")),
         "// Row: {call, grouping, fp32, pointwise, cx, cy, cw, c0}: workspace bytes at most",
         "//   (cx * input + cy * output + cw * weight bytes) / 16 + c0, all but %g of seeds %s covered." % (
             args.miss, args.fit_seed),
