@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Session 39's third device call (issue 18): a fresh blind sample (blind35: sample seed
-# 42, random seed 43) measured after the session's last change (17c4d8c), compared once at it,
-# binary, committed unread first. Nothing else: the device refused most calls of the last
-# three sessions, and what it lends goes to the blind sample.
-#   bash validate/gpu_session39.sh SECONDS   (the deadline for starting new work)
+# 42, random seed 43) measured after the session's last change (17c4d8c), compared once at
+# it, committed unread first. Nothing else.
+#   bash validate/gpu_session39c.sh SECONDS   (the deadline for starting new work)
 set -u
 budget=${1:-320} L=/tmp/logs39c
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) tag=h100-torch2.11;; *) tag=h200-torch2.11;; esac
