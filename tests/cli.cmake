@@ -295,6 +295,10 @@ memest_matrix(matrix-blind33-h100-torch2.11 SETS sample40 random41 TAG h100-torc
 # after the session's changes, compared once (blind34-compare-h100-torch2.11.txt), now a
 # regression set.
 memest_matrix(matrix-blind34-h100-torch2.11 SETS sample41 random42 TAG h100-torch2.11)
+# Session 39's last sample (sample seed 42, random seed 43; blind35), measured on an H100
+# after the session's last change, compared once (blind35-compare-h100-torch2.11.txt), now
+# a regression set.
+memest_matrix(matrix-blind35-h100-torch2.11 SETS sample42 random43 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
