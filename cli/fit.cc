@@ -177,10 +177,14 @@ FitSearch search_fitting(const std::function<Fit(int64_t)>& probe, int64_t max, 
 
 namespace {
 
-// On the chord from (x0, y0) to (x1, y1), where it reaches `target`, rounded down.
-int64_t chord_root(int64_t x0, int64_t y0, int64_t x1, int64_t y1, int64_t target) {
-  const double t = static_cast<double>(target - y0) / static_cast<double>(y1 - y0);
-  return x0 + static_cast<int64_t>(t * static_cast<double>(x1 - x0));
+// On the chord from (x0, y0) to (x1, y1), y0 <= target, where it reaches `target`,
+// rounded down, and at most `cap`: a flat chord reaches it far away (past any int64_t)
+// or never.
+int64_t chord_root(int64_t x0, int64_t y0, int64_t x1, int64_t y1, int64_t target, int64_t cap) {
+  if (y1 <= y0) return cap;
+  const double x = static_cast<double>(x0) + static_cast<double>(target - y0) / static_cast<double>(y1 - y0) *
+                                                 static_cast<double>(x1 - x0);
+  return x >= static_cast<double>(cap) ? cap : static_cast<int64_t>(x);
 }
 
 }  // namespace
@@ -207,14 +211,14 @@ std::optional<int64_t> calm_guess(const std::function<int64_t(int64_t)>& peak_of
     return pc <= target;
   };
   for (int probes = 0; probes < 8 && !close();) {
-    const int64_t over = std::min(chord_root(prev, pprev, lo, plo, target), max);
+    const int64_t over = chord_root(prev, pprev, lo, plo, target, max);
     if (over > lo && (hi == 0 || over < hi)) {
       ++probes;
       if (take(over) && (hi == 0 || lo == max)) break;  // the secant's root is under the target: near enough
       if (close()) break;
     }
     if (hi == 0) break;
-    int64_t under = chord_root(lo, plo, hi, phi, target);
+    int64_t under = chord_root(lo, plo, hi, phi, target, hi);
     if (hi > 4 * lo) under = std::max(under, static_cast<int64_t>(std::sqrt(static_cast<double>(lo) * hi)));
     if (under <= lo || under >= hi) break;
     ++probes;

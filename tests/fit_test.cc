@@ -164,3 +164,11 @@ TEST_CASE("no calm guess when the bound does not grow, when 2 is already over, o
   CHECK(!calm_guess([](int64_t v) { return 30000 * v; }, 100000));
   CHECK(!calm_guess([](int64_t v) { return 1000 + v; }, 100000, 1));
 }
+
+TEST_CASE("a calm guess of a bound that barely grows stops at the largest value tried") {
+  // 1 GB of parameters and one byte more from 2 on: the secant from 1 and 2 reaches half
+  // of a 1 TB budget past any int64_t; the guess is --max, which the bound is under.
+  const std::optional<int64_t> g =
+      calm_guess([](int64_t v) { return int64_t{1000000000} + (v > 1 ? 1 : 0); }, int64_t{1000000000000});
+  CHECK(g == kDefaultMaxBatch);
+}
