@@ -253,6 +253,11 @@ def compare_maxbatch(args, rows):
             return r, None, out.stderr.strip()[:200]
         return r, json.loads(out.stdout), None
 
+    if args.skip_missing:
+        missing = [r for r in rows if not os.path.isfile(os.path.join(args.models_dir, r["onnx"]))]
+        rows = [r for r in rows if r not in missing]
+        if missing:
+            print("skipped %d cases whose file was not exported" % len(missing))
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         got = list(ex.map(one, rows))
     if any(est is not None or err for _, est, err in got):
