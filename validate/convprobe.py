@@ -12,6 +12,7 @@ fitted on one seed and checked on another (disjoint) one.
 sizes (where the weight gradient's engine, and so its workspace, changes from layer to
 layer: per-sample fp32 partials, NHWC copies, or 64 partials); `--family conv3d` only
 dense 3-D ones with kernels of 3 to 7 (whose weight gradients exceed the envelope most).
+`--family conv3d-grouped` grouped and depthwise 3-D ones.
 `--family grouped-small-map` draws grouped 2-D layers with wide weights on small maps.
 `--family pointwise-cl` draws dense 1x1 stride-1 layers on channels-last inputs.
 `--family channels-last` draws as `any` does (a third depthwise), the input in
@@ -399,11 +400,30 @@ def draw_tconv_depthwise(r):
             "opad": 1 if stride > 1 and r.random() < 0.4 else 0, "bias": r.random() < 0.5}
 
 
+def draw_conv3d_grouped(r):
+    """Grouped and depthwise 3-D convolutions (not transposed), strided and dilated: the
+    class the 3-D probes (dense) and tconv3d (transposed) left out. PyTorch's depthwise
+    path is 2-D only (Convolution.cpp ConvParams::is_depthwise needs a 4-D input), so cuDNN
+    runs all of them (blind36's rnd44_52: a groups-8 7x7x7 dilated layer took 66.2 MB in its
+    weight gradient where the 2-D grouped envelope gave 27.4 MB)."""
+    c = draw_conv3d(r)
+    cin = r.choice([4, 8, 16, 24, 32, 48, 64, 96, 128])
+    if r.random() < 0.3:  # depthwise: one input channel per group
+        groups, cout = cin, cin * r.choice([1, 1, 2])
+    else:
+        groups = r.choice([g for g in (2, 4, 8, 16, 32) if cin % g == 0 and g < cin])
+        cout = groups * r.choice([1, 2, 4, 8])
+    c.update(cin=cin, cout=cout, groups=groups, dtype=r.choice(["float16", "float16", "bfloat16", "float32"]))
+    per_sample = max(cin, cout) * _prod(c["spatial"])
+    c["n"] = min(max(1, int(2 ** 26 // per_sample)), r.choice([1, 2, 4, 8, 16, 32]))
+    return c
+
+
 FAMILIES = {"any": draw, "grouped-small-map": draw_grouped_small_map, "strided-dilated": draw_strided_dilated, "table": draw_table, "pointwise-leaf": draw_pointwise_leaf, "depthwise-cl-large": draw_depthwise_cl_large, "pointwise": draw_pointwise, "pointwise-wide": draw_pointwise_wide, "conv3d": draw_conv3d,
             "pointwise-cl": draw_pointwise_cl,
             "channels-last": draw_channels_last, "depthwise": draw_depthwise, "depthwise-cudnn": draw_depthwise_cudnn,
             "conv3d-ofat": draw_conv3d_ofat, "depthwise-cudnn-1d-ofat": draw_depthwise_cudnn_1d_ofat,
-            "tconv3d": draw_tconv3d, "dilated": draw_dilated,
+            "tconv3d": draw_tconv3d, "conv3d-grouped": draw_conv3d_grouped, "dilated": draw_dilated,
             "conv1d-long": draw_conv1d_long, "tconv-depthwise": draw_tconv_depthwise}
 
 
