@@ -419,6 +419,21 @@ TEST_CASE("conv: a 3-D weight gradient's unpredictable split-K workspace is boun
     CHECK(shape(gt, "ye") == "[batch, 16, 8, 8, 8]");
     CHECK(e.info->bwd_workspace_bound(gt, e, DType::F16, true, false).bytes.str() == "311296*batch + 1054720");
   }
+  SUBCASE("grouped 3-D Conv layers by their own envelope; depthwise ones take none") {
+    // x [batch, 8, 8, 8, 8] fp16 = 8,192 B a sample, y [batch, 16, 8, 8, 8] = 16,384 B.
+    // Groups 2, w [16, 4, 3, 3, 3] = 3,456 B, row {BwdWeight, Grouped, half, spatial, 48,
+    // 256, 384, 64 MiB} of cudnn_model_3d_grouped_h100.inc: 3 * 8,192 + 16 * 16,384 =
+    // 286,720 a sample; 24 * 3,456 + 67,108,864 = 67,191,808 (rnd44_52's groups-8 layer
+    // took 66.2 MB). Depthwise (8 groups of one channel): no workspace in any probe.
+    Graph g3 = infer(
+        "input x float16 batch,8,8,8,8\nparam q float16 16,4,3,3,3\nparam e float16 8,1,3,3,3\n"
+        "node Conv x q -> yq pads=1,1,1,1,1,1 group=2\nnode Conv x e -> ye pads=1,1,1,1,1,1 group=8");
+    const Node& q = producer(g3, "yq");
+    const Node& e = producer(g3, "ye");
+    CHECK(shape(g3, "yq") == "[batch, 16, 8, 8, 8]");
+    CHECK(q.info->bwd_workspace_bound(g3, q, DType::F16, true, false).bytes.str() == "286720*batch + 67191808");
+    CHECK(e.info->bwd_workspace_bound(g3, e, DType::F16, true, false).bytes.is_zero());
+  }
   SUBCASE("a 2-D layer: nothing beyond the estimate") {
     Graph g2 = infer("input x float16 batch,8,8,8\nparam w float16 16,8,3,3\nnode Conv x w -> y pads=1,1,1,1");
     const Node& n2 = producer(g2, "y");
