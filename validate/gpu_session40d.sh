@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Session 40's blind sample at its end (issue 18): blind37 (sample seed 44, random seed
+# 45), drawn after the session's changes, committed unread, compared once at HEAD.
+#   bash validate/gpu_session40d.sh SECONDS   (the deadline for starting new work)
+set -u
+budget=${1:-320} L=/tmp/logs40d
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) tag=h100-torch2.11;; *) tag=h200-torch2.11;; esac
+source validate/gpu_lib.sh
+blind_sample 44 45
+finish
+collect_blind 44 45 37
+tar -cJf $OUT/logs-session40d.tar.xz -C /tmp logs40d
+for f in $L/*.log; do echo "== $f"; tail -n 2 "$f"; done
+echo "total $(( $(date +%s) - t0 ))s"
