@@ -3,12 +3,16 @@
 # 45), drawn after the session's changes, committed unread, compared once at HEAD.
 #   bash validate/gpu_session40d.sh SECONDS   (the deadline for starting new work)
 set -u
-budget=${1:-320} L=/tmp/logs40d
+budget=${1:-280} L=/tmp/logs40d
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) tag=h100-torch2.11;; *) tag=h200-torch2.11;; esac
 source validate/gpu_lib.sh
 blind_sample 44 45
+# Training data beside it: blind36's three bf16 overestimates at batch 16 (memest's peak
+# at a dense 1x1 layer's per-sample GEMM partials, 64 MiB in st_ecaresnet26t's layer4).
+seqtrace o1 st_ecaresnet26t/b1-bf16-adamw,st_resnet50_mlp/b1-bf16-adamw,st_eca_halonext26ts/b1-bf16-adamw 60 &
 finish
 collect_blind 44 45 37
+cat /tmp/res/seq-o*.jsonl 2>/dev/null | xz > $OUT/seqtrace-session40d-$tag.jsonl.xz
 tar -cJf $OUT/logs-session40d.tar.xz -C /tmp logs40d
 for f in $L/*.log; do echo "== $f"; tail -n 2 "$f"; done
 echo "total $(( $(date +%s) - t0 ))s"
