@@ -607,7 +607,8 @@ void Builder::allocate_outputs(ForwardCall& c) {
       reshaped = reshape_layout(*g_.tensors[in0].shape, layout_[in0], *ot.shape);
       if (!reshaped && c.info->layout == Layout::UnitDims) reshaped = std::vector<int8_t>{-1};  // strides unknown
     }
-    const bool kept = c.info && c.info->view_when_dtype_kept && j == 0 && in0 >= 0 && c.eff[0].dtype == d;
+    const bool kept = c.info && j == 0 && in0 >= 0 &&
+                      ((c.info->view_when_dtype_kept && c.eff[0].dtype == d) || (c.info->view_when_contiguous && !strided_in));
     const bool view = ((c.info && (c.info->view || kept)) && in0 >= 0 && c.eff[0].block >= 0 &&
                        !(c.info->layout == Layout::Reshape && strided_in && !reshaped)) ||
                       (j == 0 && runs_in_place(g_, c.n, c.info, c.eff, d, facts_, info_));

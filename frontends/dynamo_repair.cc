@@ -6,6 +6,7 @@
 #include "frontends/merged_initializers.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <unordered_set>
@@ -444,6 +445,101 @@ void mark_same_pad_copy(Node& conv, std::string_view ns) {
   Attribute a;
   a.i = 1;
   conv.attrs["same_pad_copy"] = std::move(a);
+}
+
+namespace {
+
+// Whether tensor t is a Transpose's view that moves an axis: strided, so `.contiguous()`
+// of it copies.
+bool permuted_view(const Graph& g, int t) {
+  if (t < 0 || g.tensors[t].producer < 0) return false;
+  const Node& p = g.nodes[g.tensors[t].producer];
+  if (p.op != "Transpose" || p.dead) return false;
+  const std::vector<int64_t> perm = p.attr_ints("perm");
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return true;
+  }
+  return perm.empty();  // no perm: the axes reversed
+}
+
+// The FX clone node k's call reads as its first argument ("clone_12" of
+// "conv2d(args = (%clone_12, %p_w, ...))"), or "" when it reads something else.
+std::string_view first_arg_clone(std::string_view fx) {
+  const size_t args = fx.find("](args = (%");
+  if (args == std::string_view::npos) return {};
+  const std::string_view name = fx.substr(args + 11);
+  if (!name.starts_with("clone")) return {};
+  size_t end = 5;
+  while (end < name.size() && (std::isalnum(static_cast<unsigned char>(name[end])) || name[end] == '_')) ++end;
+  return name.substr(0, end);
+}
+
+}  // namespace
+
+// `x.permute(0, 3, 1, 2).contiguous()` is an aten.clone in torch.export's graph, which
+// the dynamo exporter writes as an Identity and its optimizer then removes: the node
+// after it reads the Transpose's view, while its FX call still reads `%clone_N`, a value
+// no node of the file makes. In PyTorch .contiguous() of a strided view copies it
+// (TensorBase::contiguous -> clone(contiguous_format)), and the copy is the tensor the
+// next layer reads and keeps (timm's CoaT: `x1_nocls = remove_cls(x1).reshape(B, H, W, C)
+// .permute(0, 3, 1, 2).contiguous()` before patch_embed2; seqtrace session 40
+// st_coat_lite_small b16 bf16: a 12.25 MiB fp32 copy ahead of the bf16 autocast cast,
+// missing from memest). A clone of a contiguous value (nn.Dropout(p=0)'s, which eager
+// does not copy at all) reads a value that is no permuted view and is left alone.
+// Inserts a memest Contiguous node after the Transpose for each such clone (one for all
+// the nodes that name it) and rewires its readers. Returns how many were put back.
+int restore_dropped_contiguous(Graph& g, const std::vector<std::string_view>& fx_calls) {
+  std::map<std::pair<int, std::string_view>, int> copy_of;  // (view, clone name) -> copy tensor
+  std::map<int, std::vector<int>> after;                    // Transpose node -> copies made after it
+  // A call the exporter writes as several nodes (scaled_dot_product_attention's
+  // decomposition) need not read its first argument in its first node's input 0.
+  std::unordered_map<std::string_view, int> nodes_of;
+  for (std::string_view fx : fx_calls) ++nodes_of[fx];
+  for (size_t k = 0; k < fx_calls.size() && k < g.nodes.size(); ++k) {
+    const std::string_view clone = first_arg_clone(fx_calls[k]);
+    Node& n = g.nodes[k];
+    // reshape of a tensor it cannot view is clone + _unsafe_view in torch.export's graph,
+    // a copy only where the strides say so, which the Reshape's own rule decides
+    // (maxxvit's `sdpa(...).transpose(-1, -2).reshape(B, -1, H, W)`: a view of the
+    // attention's [B, N, h, d] output on the GPU).
+    if (clone.empty() || nodes_of[fx_calls[k]] != 1 || fx_calls[k].find("aten._unsafe_view") != std::string_view::npos) {
+      continue;
+    }
+    if (n.dead || n.inputs.empty() || !permuted_view(g, n.inputs[0])) continue;
+    if (g.find_tensor(clone) >= 0) continue;  // the file has it: not dropped
+    const int view = n.inputs[0];
+    auto [it, fresh] = copy_of.try_emplace({view, clone}, -1);
+    if (fresh) {
+      it->second = g.new_tensor(std::string(clone));  // may move the tensors
+      after[g.tensors[view].producer].push_back(it->second);
+    }
+    g.nodes[k].inputs[0] = it->second;
+  }
+  if (copy_of.empty()) return 0;
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size() + copy_of.size());
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    nodes.push_back(std::move(g.nodes[k]));
+    auto it = after.find(static_cast<int>(k));
+    if (it == after.end()) continue;
+    const Node& t = nodes.back();
+    for (int copy : it->second) {
+      Node c;
+      c.op = "Contiguous";
+      c.domain = "memest";
+      c.name = t.name + "_contiguous";
+      c.module = t.module;
+      c.py_stack = t.py_stack;
+      c.autocast_off = t.autocast_off;
+      c.keeps_locals = t.keeps_locals;
+      c.inputs = {t.outputs[0]};
+      c.outputs = {copy};
+      nodes.push_back(std::move(c));
+    }
+  }
+  g.nodes = std::move(nodes);
+  g.relink();
+  return static_cast<int>(copy_of.size());
 }
 
 // torch.nn's upsampling modules (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d) run

@@ -127,6 +127,13 @@ void mark_folded_pad(Node& conv, std::string_view rules, std::string_view fx_nod
 /// F.pad by zeros clones the input (constant_pad_nd), a copy torch.export drops.
 void mark_same_pad_copy(Node& conv, std::string_view ns);
 
+/// `.contiguous()` of a permuted view, which the dynamo exporter drops (an Identity its
+/// optimizer removes): a node whose FX call reads a `%clone_N` as its first argument that
+/// no value of the file holds, while its ONNX input 0 is a Transpose's strided view, gets
+/// that copy back (a memest Contiguous node after the Transpose). `fx_calls[k]`: node k's
+/// "pkg.torch.onnx.fx_node". Returns how many copies; relinks the graph when any.
+int restore_dropped_contiguous(Graph& g, const std::vector<std::string_view>& fx_calls);
+
 /// A node inside one of torch.nn's upsampling modules (the class of its own module, from
 /// the namespace) gets "upsample_module", for the fusion pass to fold the module's nodes
 /// into the one interpolation PyTorch runs.

@@ -707,6 +707,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
                              reads);
     }
   }
+  restore_dropped_contiguous(g, lowering.fx_calls());  // last: it moves the nodes the reads index
   return g;
 }
 

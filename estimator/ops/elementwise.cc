@@ -488,6 +488,11 @@ const OpInfo kOps[] = {
 
     // Identity and casts.
     {.op = "Identity", .family = kFamily, .shape = identity, .grads = "V", .view = true, .note = "aliases its input"},
+    // x.contiguous(): clone(contiguous_format) of a strided tensor, the tensor itself when it
+    // is contiguous; CloneBackward0 hands the gradient through (frontends/dynamo_repair.h
+    // restore_dropped_contiguous).
+    {.op = "Contiguous", .family = kFamily, .shape = identity, .grads = "V", .view_when_contiguous = true,
+     .domain = "memest", .note = "x.contiguous(): a copy of a strided input, else the input itself"},
     {.op = "Cast", .family = kFamily, .shape = cast_rule, .autocast = Autocast::None, .grads = "A",
      .view_when_dtype_kept = true, .layout = Layout::Elementwise,
      .note = "dtype conversion; to the dtype it has, the input itself (Tensor.to returns self)"},

@@ -196,6 +196,9 @@ struct OpInfo {
   /// A cast returns its input when the dtype does not change (Tensor.to returns self):
   /// output 0 aliases input 0 then, and its gradient passes through.
   bool view_when_dtype_kept = false;
+  /// x.contiguous() returns its input when that is contiguous already
+  /// (TensorBase::contiguous): output 0 aliases input 0 then, else it is a fresh copy.
+  bool view_when_contiguous = false;
   Layout layout = Layout::Fresh;   ///< output layout (see Layout)
   /// Inputs of rank >= 3 that are not contiguous are copied first (batched matmul
   /// folds batch dims with reshape), and the copy is what backward keeps.
