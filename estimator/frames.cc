@@ -6,6 +6,9 @@
 #include "estimator/frames.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 
@@ -97,6 +100,8 @@ struct StatementRun {
   int invocation;
   int end;      // its last node
   int rebound;  // the end of the run that rebinds its names (-2: not yet known)
+  int begin;    // its first node
+  int8_t hidden = -1;  // a collapsed function call (hidden_call; -1: not yet known)
 };
 struct Invocation {
   int end;
@@ -131,7 +136,7 @@ void place_node(StatementRuns& sr, size_t k, const std::vector<PyFrame>& s, cons
         sr.invocations.push_back({});
       }
       r = static_cast<int>(sr.runs.size());
-      sr.runs.push_back({s[d].statement, i, 0, -2});
+      sr.runs.push_back({s[d].statement, i, 0, -2, static_cast<int>(k)});
       sr.invocations[static_cast<size_t>(i)].runs.push_back(r);
     }
     sr.invocations[static_cast<size_t>(i)].end = static_cast<int>(k);
@@ -194,14 +199,144 @@ int shared_invocations(const StatementRuns& sr, size_t a, size_t b) {
   return d;
 }
 
+// The first component of module path `m` below `frame` ("" when `m` is not below it).
+std::string_view child_name(std::string_view frame, std::string_view m) {
+  if (!frame.empty()) {
+    if (m.size() <= frame.size() || !m.starts_with(frame) || m[frame.size()] != '.') return {};
+    m.remove_prefix(frame.size() + 1);
+  }
+  return m.substr(0, m.find('.'));
+}
+
+// Whether `code` is one call of a method and nothing else (`x_feat = self.forward_features(x)`,
+// `return self.forward_head(x)`): its name, or "" when it is not.
+std::string_view bare_method_call(std::string_view code) {
+  if (code.starts_with("return ")) code.remove_prefix(7);
+  const size_t paren = code.find('(');
+  if (const size_t eq = code.find(" = "); eq != std::string_view::npos && eq < paren) code.remove_prefix(eq + 3);
+  if (!code.starts_with("self.") || paren == std::string_view::npos || code.back() != ')') return {};
+  const size_t open = code.find('(');
+  int depth = 0;
+  for (size_t i = open; i < code.size(); ++i) {
+    depth += code[i] == '(' ? 1 : code[i] == ')' ? -1 : 0;
+    if (depth == 0 && i + 1 != code.size()) return {};  // more after the call
+  }
+  const std::string_view name = code.substr(5, open - 5);
+  const bool ident = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+  });
+  return ident ? name : std::string_view();
+}
+
+// A run that is a method's whole body collapsed into its caller's statement. The dynamo
+// exporter keeps only the frames named `forward` (torch.export's non-strict tracing,
+// proxy_tensor.py), so timm's `x_feat = self.forward_features(x)` shows all the method's
+// nodes in the caller's one statement: its own ops (depth `level` + 1, no deeper frame)
+// and its children's calls (deeper). Such a run's statement is one call of a method of
+// the module (no child of that name ran; nested in an expression, as Swin's
+// `x + self.drop_path1(self._attn(self.norm1(x)))`, the method returns before the
+// statement ends), and own ops run between two child calls (CoaT: patch_embed2, then
+// insert_cls's cat, then serial_blocks2.0).
+bool hidden_call(const Graph& g, StatementRuns& sr, int r, size_t level) {
+  StatementRun& x = sr.runs[static_cast<size_t>(r)];
+  if (x.hidden >= 0) return x.hidden == 1;
+  int child = -1;  // the last child call's invocation
+  bool own_after_child = false, between = false;
+  const std::string* frame = nullptr;  // the own ops' module
+  std::vector<int> child_nodes;
+  for (int k = x.begin; k <= x.end; ++k) {
+    const size_t uk = static_cast<size_t>(k);
+    if (static_cast<size_t>(sr.levels(uk)) <= level || sr.run[static_cast<size_t>(sr.first[uk]) + level] != r) continue;
+    if (static_cast<size_t>(sr.levels(uk)) == level + 1) {
+      own_after_child = child >= 0;
+      if (!frame) frame = &g.nodes[uk].module.str();
+      continue;
+    }
+    const int inv = sr.inv[static_cast<size_t>(sr.first[uk]) + level + 1];
+    between = between || (own_after_child && inv != child);
+    if (inv != child) child_nodes.push_back(k);
+    child = inv;
+  }
+  x.hidden = 0;
+  if (!between || !frame) return false;
+  std::vector<std::string_view> children;
+  for (int k : child_nodes) children.push_back(child_name(*frame, g.nodes[static_cast<size_t>(k)].module.str()));
+  const std::string_view method = bare_method_call(g.python.statements[static_cast<size_t>(x.statement)].code);
+  x.hidden = !method.empty() && std::find(children.begin(), children.end(), method) == children.end() ? 1 : 0;
+  return x.hidden == 1;
+}
+
+// Whether a collapsed body called the child module at path `child` (below `frame`) as
+// an element of a list it loops over (`for blk in self.serial_blocks1: x1 = blk(x1)`:
+// the first component below `frame` followed by a number, a container not called as a
+// whole), rather than by name (`self.patch_embed2(x)`).
+bool list_element(const Graph& g, std::string_view frame, std::string_view child) {
+  if (!frame.empty()) {
+    if (child.size() <= frame.size() || !child.starts_with(frame) || child[frame.size()] != '.') return false;
+    child.remove_prefix(frame.size() + 1);
+  }
+  const size_t dot = child.find('.');
+  if (dot == std::string_view::npos) return false;
+  const std::string_view next = child.substr(dot + 1, child.find('.', dot + 1) - dot - 1);
+  if (next.empty() || !std::all_of(next.begin(), next.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) return false;
+  const std::string container =
+      frame.empty() ? std::string(child.substr(0, dot)) : std::string(frame) + "." + std::string(child.substr(0, dot));
+  return std::find(g.called_containers.begin(), g.called_containers.end(), container) == g.called_containers.end();
+}
+
+// Whether own node c of collapsed run r (at `level`) hands what it computes, through
+// more own nodes (64 at most), to a child called by name: CoaT's remove_cls(x1) ...
+// .contiguous() into patch_embed2. Into a list element instead, the flow is a loop's,
+// whose name the next step rebinds (VOLO's `x = x + self.pos_embed` between blocks,
+// XCiT's cls-token cat before cls_attn_blocks, Twins' next stage).
+bool feeds_named_child(const Graph& g, const StatementRuns& sr, int r, size_t level, size_t c) {
+  const std::string& frame = g.nodes[c].module.str();
+  std::vector<size_t> todo = {c}, seen = {c};
+  for (size_t i = 0; i < todo.size() && i < 64; ++i) {
+    for (int out : g.nodes[todo[i]].outputs) {
+      if (out < 0) continue;
+      for (int u : g.tensors[out].consumers) {
+        const size_t uu = static_cast<size_t>(u);
+        const size_t levels = static_cast<size_t>(sr.levels(uu));
+        if (levels <= level || sr.run[static_cast<size_t>(sr.first[uu]) + level] != r) continue;
+        if (levels > level + 1) {
+          if (!list_element(g, frame, g.nodes[uu].module.str())) return true;
+        } else if (std::find(seen.begin(), seen.end(), uu) == seen.end()) {
+          seen.push_back(uu);
+          todo.push_back(uu);
+        }
+      }
+    }
+  }
+  return false;
+}
+
+// In a collapsed body (hidden_call), the locals the function keeps to its return, which
+// the caller's statement ends: its own result passed to a named child (CoaT's x1_nocls,
+// patch_embed2's input), and the result of a loop over a list of blocks that its own
+// code reads on the way to a named child (x1, read by remove_cls). A value passed to a
+// list element is the name the loop rebinds, and so is a loop's result that own code
+// passes on to a list (feeds_named_child): neither is held. seqtrace session40
+// st_coat_lite_small: the GPU holds x1..x3 and x1_nocls..x3_nocls until forward_features
+// returns (46 MB at b16 bf16, 750 MB at b261 fp16).
+int collapsed_hold(const Graph& g, StatementRuns& sr, int r, size_t level, size_t p, size_t c) {
+  const bool own_p = static_cast<size_t>(sr.levels(p)) == level + 1;
+  const bool own_c = static_cast<size_t>(sr.levels(c)) == level + 1;
+  if (own_p == own_c || !hidden_call(g, sr, r, level)) return -1;
+  const bool held = own_p ? !list_element(g, g.nodes[p].module.str(), g.nodes[c].module.str())
+                          : list_element(g, g.nodes[c].module.str(), g.nodes[p].module.str()) &&
+                                feeds_named_child(g, sr, r, level, c);
+  return held ? sr.runs[static_cast<size_t>(r)].end : -1;
+}
+
 // The last node a local holds producer p's output to when consumer c reads it, or -1
 // when no local does (another invocation, or the same statement).
-int local_hold(StatementRuns& sr, const PySource& py, int underscore, size_t p, size_t c) {
+int local_hold(const Graph& g, StatementRuns& sr, const PySource& py, int underscore, size_t p, size_t c) {
   const int d = shared_invocations(sr, p, c);  // levels in the same invocation
   if (d == 0) return -1;
   const int rp = sr.run[static_cast<size_t>(sr.first[p] + d - 1)];
   const int rc = sr.run[static_cast<size_t>(sr.first[c] + d - 1)];
-  if (rp == rc) return -1;  // within one statement
+  if (rp == rc) return collapsed_hold(g, sr, rp, static_cast<size_t>(d - 1), p, c);  // within one statement
   const PyStatement& made = py.statements[static_cast<size_t>(sr.runs[static_cast<size_t>(rp)].statement)];
   if (made.binds) return rebound(sr, py, underscore, rp);
   if (made.continuation && py.statements[static_cast<size_t>(sr.runs[static_cast<size_t>(rc)].statement)].line > made.line) {
@@ -228,7 +363,7 @@ void statement_holds(const Graph& g, std::vector<int>& release) {
     const size_t p = static_cast<size_t>(ten.producer);
     if (sr.levels(p) == 0) continue;
     for (int c : ten.consumers) {
-      const int hold = local_hold(sr, g.python, underscore, p, static_cast<size_t>(c));
+      const int hold = local_hold(g, sr, g.python, underscore, p, static_cast<size_t>(c));
       if (hold >= 0) release[t] = std::max(release[t], hold);
     }
   }

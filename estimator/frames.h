@@ -28,6 +28,9 @@
 // assigns, and stays until a later statement assigns them again or the function returns
 // (`h = self.ln_2(h); ff = self.mlp(h); h = r + ff`: ln_2's output goes after the Add).
 // The keeps_locals guesses are then not used; the argument and split rules still are.
+// The stacks keep only frames named `forward`: a method's body (timm's forward_features)
+// reads as its caller's one statement, and the locals it keeps to its return are inferred
+// from the calls (frames.cc, collapsed_hold).
 #pragma once
 
 #include <vector>

@@ -337,6 +337,58 @@ output w
   }
 }
 
+TEST_CASE("with Python stacks, a method collapsed into one statement keeps the locals it returns with") {
+  //   def forward(self, x):
+  //       x = self.forward_features(x)   # m.py:10, the only frame of forward_features' nodes
+  //       return self.head(x)            # m.py:11
+  //   def forward_features(self, x):     # (no frame: not named forward)
+  //       x1 = self.embed1(x)
+  //       for blk in self.blocks1: x1 = blk(x1)
+  //       x1_nocls = x1.relu()           # own code, read by a named child
+  //       x2 = self.embed2(x1_nocls)
+  //       x2 = x2.relu()                 # rebinds x2
+  //       for blk in self.blocks2: x2 = blk(x2)
+  //       return x2
+  // timm's CoaT (seqtrace session40): x1 and x1_nocls stay until forward_features
+  // returns, at blocks2.0, the statement's last node; what a loop or a rebinding lets go
+  // is not held.
+  const char* text = R"(
+opset 17
+input x float32 batch,8
+node Relu x -> e1 @embed1
+node Relu e1 -> b0 @blocks1.0
+node Relu b0 -> b1 @blocks1.1
+node Relu b1 -> n1 @
+node Relu n1 -> e2 @embed2
+node Relu e2 -> c2 @
+node Relu c2 -> d0 @blocks2.0
+node Relu d0 -> z @head
+output z
+)";
+  for (const bool method : {true, false}) {
+    CAPTURE(method);
+    Graph g = linked(text);
+    PySource& py = g.python;
+    py.names = {"x"};
+    // A statement that is no method call (a nested expression of child calls) returns
+    // with its temporaries: nothing is held.
+    const std::string code = method ? "x = self.forward_features(x)" : "x = self.blocks2(self.embed2(x))";
+    py.statements = {{"m.py:10", {0}, true}, {"e.py:5", {0}, true}, {"b.py:7", {0}, true},
+                     {"m.py:11", {}, false}, {"h.py:3", {}, false}};
+    py.statements[0].code = code;
+    py.stacks = {{{0, 0}, {1, 1}}, {{0, 0}, {2, 2}}, {{0, 0}, {2, 3}}, {{0, 0}},
+                 {{0, 0}, {1, 4}}, {{0, 0}}, {{0, 0}, {2, 5}}, {{3, 0}, {4, 6}}};
+    for (int k = 0; k < 8; ++k) g.nodes[k].py_stack = k;
+    const std::vector<int> release = frame_release_nodes(g);
+    const int end = method ? node_index(g, "blocks2.0") : -1;
+    CHECK(release[g.find_tensor("b1")] == end);  // the loop's result, read on the way to embed2
+    CHECK(release[g.find_tensor("n1")] == end);  // own result passed to a named child
+    CHECK(release[g.find_tensor("b0")] == -1);   // rebound by the loop
+    CHECK(release[g.find_tensor("e2")] == -1);   // rebound by own code
+    CHECK(release[g.find_tensor("c2")] == -1);   // passed to a list element: the loop's name
+  }
+}
+
 TEST_CASE("dynamo export: a node written without metadata runs in the statement of the traced node before it") {
   //   x = self.blk(x)                            # m.py:5
   //     x = x + self.attn(self.ln(x))            # b.py:20   (blk)
