@@ -299,6 +299,10 @@ memest_matrix(matrix-blind34-h100-torch2.11 SETS sample41 random42 TAG h100-torc
 # after the session's last change, compared once (blind35-compare-h100-torch2.11.txt), now
 # a regression set.
 memest_matrix(matrix-blind35-h100-torch2.11 SETS sample42 random43 TAG h100-torch2.11)
+# Session 40's first sample (sample seed 43, random seed 44; blind36), measured on an H100,
+# compared once at the session start's estimate (blind36-compare-h100-torch2.11.txt), now
+# a regression set.
+memest_matrix(matrix-blind36-h100-torch2.11 SETS sample43 random44 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
