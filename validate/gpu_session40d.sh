@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# NEVER RUN: the device refused session 40's last six calls; gpu_session41.sh runs it.
 # Session 40's blind sample at its end (issue 18): blind37 (sample seed 44, random seed
 # 45), drawn after the session's changes, committed unread, compared once at HEAD.
 #   bash validate/gpu_session40d.sh SECONDS   (the deadline for starting new work)
