@@ -199,13 +199,17 @@ int shared_invocations(const StatementRuns& sr, size_t a, size_t b) {
   return d;
 }
 
+// Module path `m` relative to `frame` ("" when `m` is not below it).
+std::string_view below(std::string_view frame, std::string_view m) {
+  if (frame.empty()) return m;
+  if (m.size() <= frame.size() || !m.starts_with(frame) || m[frame.size()] != '.') return {};
+  return m.substr(frame.size() + 1);
+}
+
 // The first component of module path `m` below `frame` ("" when `m` is not below it).
 std::string_view child_name(std::string_view frame, std::string_view m) {
-  if (!frame.empty()) {
-    if (m.size() <= frame.size() || !m.starts_with(frame) || m[frame.size()] != '.') return {};
-    m.remove_prefix(frame.size() + 1);
-  }
-  return m.substr(0, m.find('.'));
+  const std::string_view rest = below(frame, m);
+  return rest.substr(0, rest.find('.'));
 }
 
 // Whether `code` is one call of a method and nothing else (`x_feat = self.forward_features(x)`,
@@ -266,15 +270,12 @@ bool hidden_call(const Graph& g, StatementRuns& sr, int r, size_t level) {
   return x.hidden == 1;
 }
 
-// Whether a collapsed body called the child module at path `child` (below `frame`) as
+// Whether a collapsed body called the child module at `path` (below `frame`) as
 // an element of a list it loops over (`for blk in self.serial_blocks1: x1 = blk(x1)`:
 // the first component below `frame` followed by a number, a container not called as a
 // whole), rather than by name (`self.patch_embed2(x)`).
-bool list_element(const Graph& g, std::string_view frame, std::string_view child) {
-  if (!frame.empty()) {
-    if (child.size() <= frame.size() || !child.starts_with(frame) || child[frame.size()] != '.') return false;
-    child.remove_prefix(frame.size() + 1);
-  }
+bool list_element(const Graph& g, std::string_view frame, std::string_view path) {
+  const std::string_view child = below(frame, path);
   const size_t dot = child.find('.');
   if (dot == std::string_view::npos) return false;
   const std::string_view next = child.substr(dot + 1, child.find('.', dot + 1) - dot - 1);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 41's first device call (issue 18): blind37 (sample seed 44, random seed
-# 45; gpu_session40d.sh, never run: the device refused session 40's last six calls),
+# 45; session 40 drew none: the device refused its last six calls),
 # committed unread first, compared once at the session start's binary.
 #   bash validate/gpu_session41.sh SECONDS   (the deadline for starting new work)
 set -u
