@@ -16,7 +16,10 @@ task came in session 28, when the draw found only two language model types left
 (`sh_<type>_aud`: raw waveform, or the config's spectrogram) and semantic segmenters
 (`sh_<type>_seg`), and torchvision's classifiers, segmenters and video classifiers
 (`sv_<name>`, at the crop size of the weights' own transforms; no weights are read) joined
-the draw; a draw the non-timm pools cannot fill takes timm names for the rest.
+the draw; a draw the non-timm pools cannot fill takes timm names for the rest. In session
+41, when blind36 found 14 (all timm), transformers' encoder-decoder LMs, depth estimators,
+video classifiers, image-to-image and two-tower image-text models joined (`_s2s`, `_dep`,
+`_vid`, `_i2i`, `_zsi`; see SESSION41_TASKS), and the other pools fill what timm cannot.
 
 Nothing is tuned on a sample before it is measured and compared once; the next session
 takes it as training data and draws a new one.
@@ -163,6 +166,8 @@ def _tv_entry(name):
 
 
 def _hf_entry(model_type, task):
+    if task in SESSION41_TASKS:
+        return _session41_entry(model_type, task)
     if task == "img":
         return _hf_image_entry(model_type)
     if task == "aud":
@@ -183,6 +188,128 @@ def _hf_entry(model_type, task):
                      family="sample_decoder", subdir="sample")
     return Entry(name, build, inp, "ce", TargetSpec((), 2), (8, 16), "transformers %s (small)" % model_type,
                  dims={"seq": 128}, needs="transformers", family="sample_encoder", subdir="sample")
+
+
+# ---------------------------------------------------------------- session 41's pools
+# When the draw found 14 names (blind36, all timm: transformers' language, image, audio and
+# segmentation types and torchvision's classifiers were all held), transformers' other
+# architectures joined: encoder-decoder language models (`_s2s`: T5-like, BART-like,
+# Marian, Pegasus, ProphetNet ...), depth estimators (`_dep`), video classifiers (`_vid`),
+# image-to-image models (`_i2i`) and contrastive image-text models (`_zsi`: CLIP-like, two
+# inputs). A type some set holds under any task is not new. These are built from a config
+# shrunk further than SMALL (encoder and decoder stacks, feed-forwards, and the text and
+# vision sub-configs of a two-tower model), and are usable only if a forward on the meta
+# device runs (a build that runs no forward would only cost the GPU a failed case).
+SMALL_SESSION41 = dict(encoder_layers=2, decoder_layers=2, num_decoder_layers=2, encoder_ffn_dim=1024,
+                       decoder_ffn_dim=1024, d_ff=1024, encoder_attention_heads=4, decoder_attention_heads=4,
+                       d_kv=64, num_hidden_groups=1, projection_dim=256)
+SESSION41_TASKS = {
+    # task: (transformers auto class, loss, labels, family)
+    "s2s": ("AutoModelForSeq2SeqLM", "ce", None, "sample_encdec"),
+    "dep": ("AutoModelForDepthEstimation", "sum", None, "sample_depth"),
+    "vid": ("AutoModelForVideoClassification", "ce", 2, "sample_video"),
+    "i2i": ("AutoModelForImageToImage", "sum", None, "sample_i2i"),
+    "zsi": ("AutoModelForZeroShotImageClassification", "sum", None, "sample_clip"),
+}
+SESSION41_MAPPINGS = {"s2s": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+                      "dep": "MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES",
+                      "vid": "MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES",
+                      "i2i": "MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES",
+                      "zsi": "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES"}
+
+
+def _shrink(cfg):
+    for k, v in list(SMALL.items()) + list(SMALL_SESSION41.items()):
+        if hasattr(cfg, k) and getattr(cfg, k) is not None:
+            setattr(cfg, k, v)
+
+
+def _hf_config41(model_type):
+    cfg = _hf_config(model_type)
+    _shrink(cfg)
+    for sub in ("text_config", "vision_config"):
+        sc = getattr(cfg, sub, None)
+        if sc is not None and not isinstance(sc, dict):
+            _shrink(sc)
+            if getattr(sc, "pad_token_id", None) is not None and sc.pad_token_id >= 8000:
+                sc.pad_token_id = 0
+    return cfg
+
+
+def _pair(model):
+    """forward(input_ids, pixel_values) -> the first tensor (a two-tower model's logits per image)."""
+    import torch.nn as nn
+
+    class Pair(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids, pixel_values):
+            return self.model(input_ids=input_ids, pixel_values=pixel_values, return_dict=False)[0]
+    return Pair(model)
+
+
+def _pixel_shape(cfg, task):
+    vision = getattr(cfg, "vision_config", None) if task == "zsi" else None
+    h, w = _image_size(vision if vision is not None and not isinstance(vision, dict) else cfg)
+    channels = int(getattr(cfg, "num_channels", 3) or 3)
+    if task == "vid":
+        return (int(getattr(cfg, "num_frames", 8) or 8), channels, h, w)
+    return (channels, h, w)
+
+
+def _session41_entry(model_type, task):
+    auto, loss, labels, family = SESSION41_TASKS[task]
+
+    def build():
+        import transformers
+        from validate.corpus import _PixelValues, _wrap_first, _wrap_seq2seq
+        m = getattr(transformers, auto).from_config(_hf_config41(model_type))
+        if task == "s2s":
+            return _wrap_seq2seq(m)
+        if task == "zsi":
+            return _pair(m)
+        return _wrap_first(_PixelValues(m))
+    name = "sh_%s_%s" % (model_type, task)
+    source = "transformers %s %s (small)" % (model_type, auto)
+    if task == "s2s":
+        return Entry(name, build, [InputSpec("input_ids", ("seq",), "int64", 8000)], "ce",
+                     TargetSpec(("seq",), 8000), (4, 8), source, dims={"seq": 128},
+                     output_axes={0: "batch", 1: "seq"}, needs="transformers", family=family, subdir="sample")
+    shape = _pixel_shape(_hf_config41(model_type), task)
+    target = TargetSpec((), labels) if labels else None
+    batches = (2, 4) if task == "vid" or max(shape[-2:]) > 256 else (8, 16)
+    inputs = [InputSpec("input", shape)]
+    dims = {}
+    if task == "zsi":
+        inputs = [InputSpec("input_ids", ("seq",), "int64", 8000), InputSpec("pixel_values", shape)]
+        dims = {"seq": 64}
+    return Entry(name, build, inputs, loss, target, batches, source, dims=dims, needs="transformers",
+                 family=family, subdir="sample")
+
+
+def _session41_candidates():
+    out = []
+    try:
+        from transformers.models.auto import modeling_auto as ma
+        for task, mapping in SESSION41_MAPPINGS.items():
+            out += ["sh_%s_%s" % (t, task) for t in getattr(ma, mapping, {})]
+    except ImportError:
+        pass
+    return out
+
+
+def _forward_runs(entry, model):
+    """Whether the model's forward runs on the meta device at the entry's smaller batch."""
+    import torch
+    from validate.loop import make_inputs
+    try:
+        with torch.device("meta"):
+            model(*make_inputs(entry, 2, "meta"))
+        return True
+    except Exception:
+        return False
 
 
 def entry_of(name):
@@ -222,7 +349,7 @@ def _candidates():
     out += ["sh_%s_lm" % t for t in ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES]
     out += ["sh_%s_cls" % t for t in ma.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES]
     out += ["sh_%s_img" % t for t in ma.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES if t not in CORPUS_IMAGE_TYPES]
-    return sorted(out + _session32_candidates())
+    return sorted(out + _session32_candidates() + _session41_candidates())
 
 
 def _session32_candidates():
@@ -243,10 +370,24 @@ def _session32_candidates():
     return out
 
 
-def _model_type_known(name, known):
+def _model_type_known(name, known, types):
     """An audio classifier or segmenter of a type a set holds whole (the corpus's
-    `wav2vec2`, `whisper`) is not new."""
-    return name.startswith("sh_") and name.endswith(("_aud", "_seg")) and name[3:].rsplit("_", 1)[0] in known
+    `wav2vec2`, `whisper`) is not new; nor is a session-41 task's type that a set holds
+    under any task (`bart_cls` makes `bart_s2s` a head on a known architecture)."""
+    if not name.startswith("sh_"):
+        return False
+    model_type, task = name[3:].rsplit("_", 1)
+    if task in ("aud", "seg"):
+        return model_type in known
+    if task in SESSION41_TASKS:
+        return model_type in known or model_type in types
+    return False
+
+
+def _known_types(known):
+    """Model types in the known names' `TYPE_TASK` spellings."""
+    tasks = {"lm", "cls", "img", "aud", "seg"} | set(SESSION41_TASKS)
+    return {k.rsplit("_", 1)[0] for k in known if "_" in k and k.rsplit("_", 1)[1] in tasks}
 
 
 def _usable(name):
@@ -260,33 +401,40 @@ def _usable(name):
             # none) would take labels out of range: a device-side assert that also kills
             # the worker's next case.
             return False
-        return sum(p.numel() for p in m.parameters()) <= MAX_PARAMS
+        if sum(p.numel() for p in m.parameters()) > MAX_PARAMS:
+            return False
+        return name.rsplit("_", 1)[-1] not in SESSION41_TASKS or _forward_runs(e, m)
     except Exception:
         return False
 
 
 def draw(seed, n):
     """N usable model names drawn with `seed`: timm and the other libraries in proportion
-    2:1, timm filling what the others cannot."""
+    2:1, each filling what the other cannot."""
     known = _known()
-    cands = [c for c in _candidates() if c[3:] not in known and not _model_type_known(c, known)]
+    types = _known_types(known)
+    cands = [c for c in _candidates() if c[3:] not in known and not _model_type_known(c, known, types)]
     r = random.Random(seed)
     timm_c = [c for c in cands if c.startswith("st_")]
     other_c = [c for c in cands if not c.startswith("st_")]
     r.shuffle(timm_c)
     r.shuffle(other_c)
-    out = _take(other_c, n // 3)
-    return out + _take(timm_c, n - len(out))
+    out, rest = _take(other_c, n // 3)
+    out += _take(timm_c, n - len(out))[0]
+    # Since session 41 the other libraries also fill what timm cannot (blind36: 14 timm
+    # names left, and the other pools were empty).
+    return out + _take(rest, n - len(out))[0]
 
 
 def _take(pool, k):
+    """The first k usable names of pool, and the names after the last one looked at."""
     out = []
-    for c in pool:
+    for i, c in enumerate(pool):
         if len(out) >= k:
-            break
+            return out, pool[i:]
         if _usable(c):
             out.append(c)
-    return out
+    return out, []
 
 
 def entries(seed, n):

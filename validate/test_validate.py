@@ -172,6 +172,48 @@ class ZooTest(unittest.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(ROOT, "models", r["onnx"])), r["onnx"])
 
 
+class SampleDrawTest(unittest.TestCase):
+    """The blind draw's filters and fill order (no library needed: _usable is replaced)."""
+
+    def test_type_known_under_any_task(self):
+        from validate import sample
+        known = {"bart", "mbart_cls", "videomae_vid", "resnet50"}
+        types = sample._known_types(known)
+        self.assertEqual(types, {"mbart", "videomae"})
+        self.assertTrue(sample._model_type_known("sh_bart_s2s", known, types))  # the corpus's type
+        self.assertTrue(sample._model_type_known("sh_mbart_s2s", known, types))  # a head on a drawn type
+        self.assertFalse(sample._model_type_known("sh_pegasus_x_s2s", known, types))
+        self.assertFalse(sample._model_type_known("sh_mbart_lm", known, types))  # older tasks: by name only
+        self.assertFalse(sample._model_type_known("st_bart", known, types))
+
+    def test_each_pool_fills_what_the_other_cannot(self):
+        from validate import sample
+        usable, draws = sample._usable, []
+        try:
+            sample._usable = lambda c: draws.append(c) or not c.endswith("x")
+            self.assertEqual(sample._take(["a", "bx", "c", "d"], 2), (["a", "c"], ["d"]))
+            self.assertEqual(sample._take(["a", "bx"], 2), (["a"], []))
+            self.assertEqual(draws, ["a", "bx", "c", "a", "bx"])  # nothing looked at twice within a take
+        finally:
+            sample._usable = usable
+
+    def test_draw_takes_other_pools_when_timm_runs_out(self):
+        from validate import sample
+        saved = sample._usable, sample._known, sample._candidates
+        try:
+            sample._usable = lambda c: True
+            sample._known = lambda: {"t5", "bert_cls"}
+            sample._candidates = lambda: ["st_a", "st_b", "sh_t5_s2s", "sh_bert_s2s"] + [
+                "sh_m%d_s2s" % i for i in range(6)]
+            names = sample.draw(1, 6)
+            self.assertEqual(len(names), 6)
+            self.assertEqual(sorted(n for n in names if n.startswith("st_")), ["st_a", "st_b"])
+            self.assertFalse({"sh_t5_s2s", "sh_bert_s2s"} & set(names))  # known types
+            self.assertEqual(names, sample.draw(1, 6))  # a seed names the same models
+        finally:
+            sample._usable, sample._known, sample._candidates = saved
+
+
 class TraceLabelTest(unittest.TestCase):
     def test_blocks_get_module_and_node_labels(self):
         from validate import trace
