@@ -50,4 +50,23 @@ bool written_in_place(const Graph& g, const Node& n, const OpInfo* info) {
   return true;
 }
 
+bool guessed_residual_update(const Graph& g, const Node& n, const OpInfo* info, std::span<const TensorFacts> facts,
+                             std::span<const OpInfo* const> infos) {
+  if (!info || info->augmented != '+' || n.py_stack >= 0 || n.module.empty()) return false;
+  if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
+  const TensorFacts& in = facts[n.inputs[0]];
+  if (in.uses != 1 || in.graph_output || in.producer < 0) return false;
+  const OpInfo* made_by = infos[in.producer];
+  if (!made_by || std::string_view(made_by->family) != "norm" || !made_by->overwritable_output) return false;
+  if (!is_child_module(g.nodes[in.producer].module, n.module)) return false;
+  const auto& readers = g.tensors[n.outputs[0]].consumers;
+  if (readers.size() != 1) return false;
+  const OpInfo* next = infos[readers[0]];
+  if (!next || std::string_view(next->family) != "activation" || !is_child_module(g.nodes[readers[0]].module, n.module))
+    return false;
+  const auto& x = g.tensors[n.inputs[0]].shape;
+  const auto& out = g.tensors[n.outputs[0]].shape;
+  return x && out && *x == *out;
+}
+
 }  // namespace memest

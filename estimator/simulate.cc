@@ -577,7 +577,10 @@ DType Builder::output_dtype(const ForwardCall& c, int o) const {
     case Autocast::WidenHalf: return amp ? DType::F32 : d;
     case Autocast::Promote:
       // x += y keeps x's dtype; x + y takes the wider one.
-      return written_in_place(g_, c.n, c.info) && is_floating(c.eff[0].dtype) ? c.eff[0].dtype : widest_float(c.eff, d);
+      return (written_in_place(g_, c.n, c.info) || guessed_residual_update(g_, c.n, c.info, facts_, info_)) &&
+                     is_floating(c.eff[0].dtype)
+                 ? c.eff[0].dtype
+                 : widest_float(c.eff, d);
     case Autocast::Keep: return (!c.eff.empty() && c.eff[0].tensor >= 0 && is_floating(c.eff[0].dtype)) ? c.eff[0].dtype : d;
     case Autocast::Like:
       return c.eff.size() > 1 && c.eff[1].tensor >= 0 && is_floating(c.eff[1].dtype) && is_floating(d) ? c.eff[1].dtype : d;

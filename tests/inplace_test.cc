@@ -229,3 +229,44 @@ output out
   });
   CHECK(fwd == std::vector<int64_t>{128, 128, 32, 128, 128, 4});
 }
+
+TEST_CASE("without a stack trace, a norm's output plus a shortcut read by the block's activation keeps the norm's dtype") {
+  // HRNet's BasicBlock in a legacy export: `x = self.bn2(x); x += shortcut; x = self.act2(x)`
+  // with an fp32 shortcut under autocast (the stage's fuse sum, upsampled in fp32). add_
+  // keeps the batch norm's bf16; read by a Conv instead (timm's inverted residual:
+  // `x = self.drop_path(x) + shortcut`, out of place), the sum takes the wider fp32.
+  // [2, 4, 8, 8] at batch 2: 512 elements, 1024 B in bf16, 2048 B in fp32.
+  const char* text = R"(
+opset 17
+input x float32 batch,4,8,8
+input y float32 batch,4,8,8
+param blk.conv1.weight float32 4,4,3,3
+param blk.bn2.weight float32 4
+param blk.bn2.bias float32 4
+buffer blk.bn2.mean float32 4
+buffer blk.bn2.var float32 4
+param next.weight float32 4,4,1,1
+node Conv x blk.conv1.weight -> h pads=1,1,1,1 @blk.conv1
+node BatchNormalization h blk.bn2.weight blk.bn2.bias blk.bn2.mean blk.bn2.var -> n @blk.bn2
+node Add n y -> s @blk
+node Relu s -> r @blk.act2
+output r
+)";
+  auto sum_bytes = [](const char* graph) {
+    TrainConfig cfg;
+    cfg.loss = Loss::Sum;
+    cfg.amp = Amp::BF16;
+    const Analysis a = analyze_text(graph, cfg);
+    return allocated_bytes(a, estimate(a, 2), Phase::Forward, [](const Node& n, const Block& b) {
+      return n.module == "blk" && b.category == Category::Activations;
+    });
+  };
+  CHECK(sum_bytes(text) == std::vector<int64_t>{1024});
+  std::string conv(text);
+  conv.replace(conv.find("node Relu s -> r @blk.act2"), std::string("node Relu s -> r @blk.act2").size(),
+               "node Conv s next.weight -> r @blk.conv3");
+  CHECK(sum_bytes(conv.c_str()) == std::vector<int64_t>{2048});
+  std::string outside(text);  // an activation outside the block: not its own act2
+  outside.replace(outside.find("@blk.act2"), std::string("@blk.act2").size(), "@tail");
+  CHECK(sum_bytes(outside.c_str()) == std::vector<int64_t>{2048});
+}
