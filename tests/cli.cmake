@@ -303,6 +303,10 @@ memest_matrix(matrix-blind35-h100-torch2.11 SETS sample42 random43 TAG h100-torc
 # compared once at the session start's estimate (blind36-compare-h100-torch2.11.txt), now
 # a regression set.
 memest_matrix(matrix-blind36-h100-torch2.11 SETS sample43 random44 TAG h100-torch2.11)
+# Session 41's sample (sample seed 44, random seed 45; blind37: the draw's first from the
+# new transformers pools), measured on an H100, compared once at the session start's
+# estimate (blind37-compare-h100-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind37-h100-torch2.11 SETS sample44 random45 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
