@@ -398,3 +398,26 @@ output y
   CHECK(restore_merged_modules(h, tied, {}, reads) == 0);
   CHECK(h.nodes.size() == 4);
 }
+
+TEST_CASE("merged initializers: copies of a table computed from parameters are such tables too") {
+  // EVA02's q/k/v bias, cat(q_bias, zeros, v_bias), is the same in every block of a fresh
+  // model: the exporter folds it per block and merges the blocks' into one `cat_1` [12].
+  // Split again, each block's copy is still a table larger than its parameters (the zero
+  // k part is no parameter), so each is named in Graph::derived_parameters: 2 x 12 x 4 =
+  // 96 bytes that matrix-check may find over torch's count, not 48.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,12
+param cat_1 float32 12
+node Add x cat_1 -> a @blocks.0.attn
+node Add a cat_1 -> y @blocks.1.attn
+output y
+)");
+  g.relink();
+  g.derived_parameters = {g.find_tensor("cat_1")};
+  split_deduplicated_initializers(g);
+  REQUIRE(g.derived_parameters.size() == 2);
+  CHECK(g.derived_parameters[0] != g.derived_parameters[1]);
+  CHECK(g.nodes[0].inputs[1] == g.derived_parameters[0]);
+  CHECK(g.nodes[1].inputs[1] == g.derived_parameters[1]);
+}
