@@ -484,6 +484,26 @@ TEST_CASE("conv: the weight gradient of a dense 1x1 convolution switches engines
   }
 }
 
+// The same layer in 1-D (pointwise_wgrad_1d): the per-sample GEMM's fp32 partials in fp32
+// whatever their size; in half precision only where they are at most twice x + y.
+TEST_CASE("conv: the weight gradient of a dense 1-D pointwise convolution takes per-sample fp32 partials") {
+  // wav2letter's 2000 -> 2000 layer on 201 positions: partials 2000 * 2000 * 4 = 16000000 B
+  // a sample (the GPU's 256 MB at batch 16, 512 MB at batch 32); in bf16 its copies are
+  // (2000 + 2000) * 201 * 2 = 1608000 B a sample, ten times less: not the GEMM's.
+  Graph g = infer("input x float32 batch,2000,201\nparam w float32 2000,2000,1\nnode Conv x w -> y");
+  const Node& n = producer(g, "y");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, true, false).bytes.str() == "16000000*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::F32, false, false).bytes.str() == "16000000*batch");
+  CHECK(n.info->bwd_workspace(g, n, DType::BF16, true, false).bytes.str() != "16000000*batch");
+  // 256 -> 128 on 1000 positions, fp16: partials 131072 B a sample, copies 768000: the GEMM's.
+  Graph h = infer("input x float32 batch,256,1000\nparam w float32 128,256,1\nnode Conv x w -> y");
+  const Node& m = producer(h, "y");
+  CHECK(m.info->bwd_workspace(h, m, DType::F16, true, false).bytes.str() == "131072*batch");
+  // 3 input channels (not a multiple of 8) or a kernel of 3: not this rule.
+  Graph k = infer("input x float32 batch,3,1000\nparam w float32 128,3,1\nnode Conv x w -> y");
+  CHECK(producer(k, "y").info->bwd_workspace(k, producer(k, "y"), DType::F32, true, false).bytes.str() != "1536*batch");
+}
+
 // The same layer on a channels-last input in half precision (pointwise_wgrad_channels_last):
 // cuDNN's NHWC engine, at most one slice of fp32 partials per SM, bounded by (x + y) / 2.
 TEST_CASE("conv: a dense 1x1 convolution on a channels-last input in half precision, split-K bounded") {

@@ -543,6 +543,41 @@ std::optional<Workspace> pointwise_wgrad(const Graph& g, const Node& n, DType ru
   return Workspace(batch * Expr(partials), last * partials, batch * Expr(copies));
 }
 
+// The same layer in 1-D (Conv1d, kernel 1: a pointwise projection, run as 2-D with H = 1):
+// every probe with channels in multiples of 8 took the per-sample GEMM's fp32 partials,
+// N * Cin * Cout * 4 bytes (17 of 17 in the general probes, validate/results/
+// convprobe-h200-torch2.11.jsonl.xz and convprobe-cl: partials 0.004 to 33.6 MB, x + y up
+// to 786 MB; the two with 3 input channels took other engines). In fp32 the 2-D rule's
+// NHWC engine never ran, however large the partials: wav2letter's 2000 -> 2000 layer on 201
+// positions took 256 MB at batch 16 and 512 MB at batch 32 (seqtrace-session41, H100; the
+// H200's peak was the same), 5 x its x + y. In half precision the same layer took none of
+// that (its bf16 peak was within 1.3% without it), so there the partials are taken only
+// where the 2-D probes' GEMM always ran, partials at most twice x + y (the half-precision
+// 1-D probes there: all 8 took them); any other half-precision layer keeps the table or
+// the envelope.
+std::optional<Workspace> pointwise_wgrad_1d(const Graph& g, const Node& n, DType run) {
+  if (n.op != "Conv" || n.attr_int("group", 1) != 1 || !n.has_input(0) || !n.has_input(1) || n.outputs.empty()) {
+    return std::nullopt;
+  }
+  const auto& xs = g.tensors[n.inputs[0]].shape;
+  const auto& ws = g.tensors[n.inputs[1]].shape;
+  if (!xs || !ws || xs->size() != 3 || ws->size() != 3 || (*ws)[2] != Expr(1)) return std::nullopt;
+  for (int64_t s : n.attr_ints("strides", {1})) {
+    if (s != 1) return std::nullopt;
+  }
+  for (int64_t p : n.attr_ints("pads", {0, 0})) {
+    if (p != 0) return std::nullopt;
+  }
+  const auto cin = (*ws)[1].as_const(), cout = (*ws)[0].as_const();
+  if (!cin || !cout || *cin % 8 != 0 || *cout % 8 != 0) return std::nullopt;
+  const int64_t partials = *cin * *cout * 4;  // per sample
+  if (run != DType::F32) {
+    const auto positions = (*xs)[2].as_const();
+    if (!positions || partials > kPointwiseGemmRatio * *positions * (*cin + *cout) * dtype_size(run)) return std::nullopt;
+  }
+  return Workspace((*xs)[0] * Expr(partials));
+}
+
 // The same layer on a channels-last input in half precision (ConvNeXt's conv_mlp blocks
 // after a channel LayerNorm and GELU): cuDNN's NHWC engine splits the positions into at
 // most one slice per SM and sums fp32 partials of the weight (workspaces of 4 to 132 x
@@ -585,6 +620,7 @@ Workspace conv_bwd_workspace(const Graph& g, const Node& n, DType run, bool inpu
   const auto layer = layer_of(g, n, run, channels_last);
   if (!layer || !exact_row(*layer)) {
     if (auto p = pointwise_wgrad(g, n, run, channels_last)) return *p;
+    if (auto p = channels_last ? std::nullopt : pointwise_wgrad_1d(g, n, run)) return *p;
     if (channels_last) {
       if (auto p = pointwise_wgrad_channels_last(g, n, run)) return *p;
     }
