@@ -19,7 +19,9 @@ task came in session 28, when the draw found only two language model types left
 the draw; a draw the non-timm pools cannot fill takes timm names for the rest. In session
 41, when blind36 found 14 (all timm), transformers' encoder-decoder LMs, depth estimators,
 video classifiers, image-to-image and two-tower image-text models joined (`_s2s`, `_dep`,
-`_vid`, `_i2i`, `_zsi`; see SESSION41_TASKS), and the other pools fill what timm cannot.
+`_vid`, `_i2i`, `_zsi`; see SESSION41_TASKS), and the other pools fill what timm cannot;
+then, those having given 13 (blind37), every other model type as its bare model on token
+ids or pixels (`_txt`, `_pix`).
 
 Nothing is tuned on a sample before it is measured and compared once; the next session
 takes it as training data and draws a new one.
@@ -210,12 +212,18 @@ SESSION41_TASKS = {
     "vid": ("AutoModelForVideoClassification", "ce", 2, "sample_video"),
     "i2i": ("AutoModelForImageToImage", "sum", None, "sample_i2i"),
     "zsi": ("AutoModelForZeroShotImageClassification", "sum", None, "sample_clip"),
+    # Any other type as its bare model (its last hidden state summed), on token ids or on
+    # pixels, whichever its forward takes (the meta forward decides): the types that no
+    # task mapping above or before lists (session 41's second draw).
+    "txt": ("AutoModel", "sum", None, "sample_base_text"),
+    "pix": ("AutoModel", "sum", None, "sample_base_vision"),
 }
 SESSION41_MAPPINGS = {"s2s": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
                       "dep": "MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES",
                       "vid": "MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES",
                       "i2i": "MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES",
-                      "zsi": "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES"}
+                      "zsi": "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES",
+                      "txt": "MODEL_MAPPING_NAMES", "pix": "MODEL_MAPPING_NAMES"}
 
 
 def _shrink(cfg):
@@ -264,10 +272,12 @@ def _session41_entry(model_type, task):
 
     def build():
         import transformers
-        from validate.corpus import _PixelValues, _wrap_first, _wrap_seq2seq
+        from validate.corpus import _PixelValues, _wrap_first, _wrap_logits, _wrap_seq2seq
         m = getattr(transformers, auto).from_config(_hf_config41(model_type))
         if task == "s2s":
             return _wrap_seq2seq(m)
+        if task == "txt":
+            return _wrap_logits(m)
         if task == "zsi":
             return _pair(m)
         return _wrap_first(_PixelValues(m))
@@ -277,6 +287,9 @@ def _session41_entry(model_type, task):
         return Entry(name, build, [InputSpec("input_ids", ("seq",), "int64", 8000)], "ce",
                      TargetSpec(("seq",), 8000), (4, 8), source, dims={"seq": 128},
                      output_axes={0: "batch", 1: "seq"}, needs="transformers", family=family, subdir="sample")
+    if task == "txt":
+        return Entry(name, build, [InputSpec("input_ids", ("seq",), "int64", 8000)], "sum", None, (8, 16), source,
+                     dims={"seq": 128}, needs="transformers", family=family, subdir="sample")
     shape = _pixel_shape(_hf_config41(model_type), task)
     target = TargetSpec((), labels) if labels else None
     batches = (2, 4) if task == "vid" or max(shape[-2:]) > 256 else (8, 16)
