@@ -7,9 +7,10 @@
 #include "estimator/allocator.h"
 
 #include <algorithm>
-#include <functional>
 #include <memory>
 #include <vector>
+
+#include "estimator/free_pool.h"
 
 namespace memest {
 namespace {
@@ -27,10 +28,6 @@ int64_t segment_for(int64_t size) {
   return size <= kSmallSize ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
 }
 
-// Where a block lies: its segment's address (SegmentOrder's, or the GPU's), then the
-// offset in the segment.
-using Address = std::pair<int64_t, int64_t>;
-
 // One block of a segment; merged-away and released blocks keep their id with size 0.
 // Trivial, so that a chunk of them (BlockStore) is not written until used. Two layouts:
 // a replay whose requests are all under 64 TiB (every real one) keeps size and offset in
@@ -39,20 +36,19 @@ using Address = std::pair<int64_t, int64_t>;
 // the 32-byte layout.
 struct CompactBlk {
   static constexpr int64_t kLimit = int64_t{1} << 46;  ///< requests under this fit its fields
-  uint32_t size_lo, offset_lo;
-  uint32_t size_hi : 15, offset_hi : 15, free : 1, small : 1;
+  // The size in one field of the first word: it is read at every lookup of the free
+  // pools (split across two words, decoding it was 2.5% of a sweep's instructions).
+  uint64_t size_ : 47, offset_hi : 15, free : 1, small : 1;
+  uint32_t offset_lo;
   int seg;
   int prev, next;  ///< neighbours in the segment (-1: none)
 
-  int64_t size() const { return static_cast<int64_t>(size_hi) << 32 | size_lo; }
+  int64_t size() const { return static_cast<int64_t>(size_); }
   int64_t offset() const { return static_cast<int64_t>(offset_hi) << 32 | offset_lo; }  ///< from the segment's start
-  void set_size(int64_t v) {
-    size_lo = static_cast<uint32_t>(v);
-    size_hi = static_cast<uint32_t>(v >> 32) & 0x7fff;
-  }
+  void set_size(int64_t v) { size_ = static_cast<uint64_t>(v); }
   void set_offset(int64_t v) {
     offset_lo = static_cast<uint32_t>(v);
-    offset_hi = static_cast<uint32_t>(v >> 32) & 0x7fff;
+    offset_hi = static_cast<uint64_t>(v >> 32) & 0x7fff;
   }
 };
 static_assert(sizeof(CompactBlk) == 24, "a million-node replay holds 6M blocks");
@@ -106,140 +102,10 @@ class BlockStore {
   size_t size_ = 0;
 };
 
-// Free blocks ordered by (size, address), as the allocator's BlockComparator orders
-// them. Addresses are the model's (Model::address): which of two free blocks of one
-// size is taken decides where later blocks land. A replay does a best-fit lookup, an
-// erase and an insert per event, over pools of thousands of blocks but only a few
-// hundred distinct sizes (a model allocates the same shapes over and over): a sorted
-// vector of the sizes, and per size a min-heap of (address, id). A block is a member of
-// the pool under size s while it is free and of size s; an erase leaves its heap entry
-// to be skipped when it surfaces, the block then changing size or state: a sorted
-// vector per size made each insert and erase shift the entries after it, quadratic on
-// a million-node graph, whose pools hold hundreds of thousands of blocks of one size.
-// A block id is in the pool under one size at a time.
-template <typename Blk>
-class FreePool {
- public:
-  /// `blocks` is the allocator's: a free block is in the pool its size belongs to.
-  explicit FreePool(const BlockStore<Blk>& blocks) : blocks_(blocks) {}
-
-  struct Key {
-    int64_t size;
-    int id;
-    Address addr{};  ///< orders blocks of one size (lowest first)
-  };
-
-  /// Removes and returns the best fit for `size`: the smallest size >= it, and of
-  /// those the lowest address. False when there is none. The caller marks the block
-  /// allocated.
-  bool take_best_fit(int64_t size, Key* out) {
-    const size_t i = bucket_for(size);
-    if (i == buckets_.size()) return false;
-    Bucket& bk = buckets_[i];
-    std::vector<Entry>& heap = heaps_[bk.slot];
-    while (!is_member(heap.front().second, bk.size)) pop(heap);
-    *out = {bk.size, heap.front().second, heap.front().first};
-    pop(heap);
-    if (--bk.count == 0) drop_bucket(i);
-    return true;
-  }
-
-  /// Adds a free block that is not in the pool (a block just freed, or a split's rest).
-  void insert(const Key& k) {
-    size_t i = bucket_for(k.size);
-    if (i == buckets_.size() || buckets_[i].size != k.size) {
-      buckets_.insert(buckets_.begin() + static_cast<long>(i), Bucket{k.size, new_heap(), 0});
-    }
-    Bucket& bk = buckets_[i];
-    std::vector<Entry>& heap = heaps_[bk.slot];
-    heap.emplace_back(k.addr, k.id);
-    std::push_heap(heap.begin(), heap.end(), std::greater<>());
-    ++bk.count;
-  }
-
-  /// Erases k when present; the caller then changes the block's size (a merge).
-  void erase(const Key& k) {
-    if (!is_member(k.id, k.size)) return;
-    const size_t i = bucket_for(k.size);
-    if (--buckets_[i].count == 0) drop_bucket(i);
-  }
-
-  /// Erases every key for which pred(key) is true; pred makes such a block a non-member
-  /// (a size of 0). pred sees each key once, in no particular order (the model's only
-  /// sums what it erases).
-  template <typename Pred>
-  void erase_if(Pred pred) {
-    for (size_t i = buckets_.size(); i-- > 0;) {
-      Bucket& bk = buckets_[i];
-      std::vector<Entry>& heap = heaps_[bk.slot];
-      // Filtered in place and heapified again: a cap releasing the cache over and over
-      // sorted every free block each time (5% of a 10k-node sweep). A key the heap holds
-      // twice (an erased id inserted again) is seen once: the first copy erases it, and
-      // a kept key's second copy is as harmless as any stale entry.
-      size_t kept = 0;
-      for (size_t j = 0; j < heap.size(); ++j) {
-        const Entry e = heap[j];
-        if (!is_member(e.second, bk.size)) continue;
-        if (pred(Key{bk.size, e.second, e.first})) {
-          --bk.count;
-        } else {
-          heap[kept++] = e;
-        }
-      }
-      heap.resize(kept);
-      std::make_heap(heap.begin(), heap.end(), std::greater<>());
-      if (bk.count == 0) drop_bucket(i);
-    }
-  }
-
- private:
-  using Entry = std::pair<Address, int>;
-  // Plain words, so that making and dropping a bucket (two thirds of the inserts on
-  // the generated graphs are of a size that has just emptied) shifts 16 bytes a
-  // bucket; the heaps stay where they are.
-  struct Bucket {
-    int64_t size;
-    int slot;   ///< heaps_[slot]: (address, id), a min-heap; may hold ids erased since
-    int count;  ///< members of this size
-  };
-  bool is_member(int id, int64_t size) const {
-    const Blk& b = blocks_[static_cast<size_t>(id)];
-    return b.free && b.size() == size;
-  }
-  static void pop(std::vector<Entry>& heap) {
-    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-    heap.pop_back();
-  }
-  // The first bucket of a size >= size (buckets_.size() when none).
-  size_t bucket_for(int64_t size) const {
-    const auto at = std::lower_bound(buckets_.begin(), buckets_.end(), size,
-                                     [](const Bucket& b, int64_t s) { return b.size < s; });
-    return static_cast<size_t>(at - buckets_.begin());
-  }
-  void drop_bucket(size_t i) {
-    heaps_[buckets_[i].slot].clear();
-    spare_.push_back(buckets_[i].slot);
-    buckets_.erase(buckets_.begin() + static_cast<long>(i));
-  }
-  // An empty heap's slot: one a dropped bucket left, or a new one.
-  int new_heap() {
-    if (spare_.empty()) {
-      heaps_.emplace_back();
-      return static_cast<int>(heaps_.size()) - 1;
-    }
-    const int slot = spare_.back();
-    spare_.pop_back();
-    return slot;
-  }
-
-  std::vector<Bucket> buckets_;           // one per distinct size present, ascending
-  std::vector<std::vector<Entry>> heaps_;  // by slot
-  std::vector<int> spare_;                // slots of emptied heaps, reused for new sizes
-  const BlockStore<Blk>& blocks_;         // the allocator's
-};
-
 template <typename Blk>
 class Model {
+  using Pool = FreePool<BlockStore<Blk>>;
+
  public:
   explicit Model(std::optional<int64_t> limit, SegmentOrder order = SegmentOrder::NewestFirst)
       : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst), small_(blocks_), large_(blocks_) {}
@@ -248,11 +114,8 @@ class Model {
   int malloc(int64_t size, int64_t segment_address = -1) {
     const bool small = size <= kSmallSize;
     auto& pool = small ? small_ : large_;
-    typename FreePool<Blk>::Key found;
-    int b;
-    if (pool.take_best_fit(size, &found)) {
-      b = found.id;
-    } else {
+    int b = pool.take_best_fit(size);
+    if (b < 0) {
       const int64_t seg = segment_for(size);
       if (limit_ && reserved_ + seg > *limit_) {
         release_cached();
@@ -270,12 +133,13 @@ class Model {
     blk.free = false;
     const int64_t rest = blk.size() - size;
     if ((small && rest >= 512) || (!small && rest > kSmallSize)) {
-      int r = static_cast<int>(blocks_.size());
-      blocks_.push_back(make_blk<Blk>(rest, blk.seg, b, blk.next, true, small, blk.offset() + size));
+      const int r = static_cast<int>(blocks_.size());
+      const int64_t at = blk.offset() + size;
+      blocks_.push_back(make_blk<Blk>(rest, blk.seg, b, blk.next, true, small, at));
       if (blk.next >= 0) blocks_[blk.next].prev = r;
       blk.next = r;
       blk.set_size(size);
-      (small ? small_ : large_).insert(key(r));
+      pool.insert({rest, r, block_address(seg_address_[static_cast<size_t>(blk.seg)], at)});
     }
     allocated_ += blk.size();
     peak_allocated_ = std::max(peak_allocated_, allocated_);
@@ -292,7 +156,7 @@ class Model {
       const int nb = side == 0 ? blk->prev : blk->next;
       if (nb < 0 || !blocks_[nb].free) continue;
       Blk& n = blocks_[nb];
-      pool.erase(key(nb));
+      pool.erase(n.size(), nb);
       if (side == 0) {
         // Absorb b into its predecessor.
         n.set_size(n.size() + blk->size());
@@ -322,14 +186,16 @@ class Model {
   // Replaying the uncapped GPU traces with newest segments first reproduces every
   // traced reserved peak but 4 (off by 12 to 64 MiB), against 7 (up to 690 MiB off)
   // with oldest first; the traces' own addresses reproduce all of them.
-  Address address(int b) const { return {seg_address_[static_cast<size_t>(blocks_[b].seg)], blocks_[b].offset()}; }
-  typename FreePool<Blk>::Key key(int b) const { return {blocks_[b].size(), b, address(b)}; }
+  BlockAddress address(int b) const {
+    return block_address(seg_address_[static_cast<size_t>(blocks_[b].seg)], blocks_[b].offset());
+  }
+  typename Pool::Key key(int b) const { return {blocks_[b].size(), b, address(b)}; }
 
   // empty_cache on failure: whole free segments go back to the driver.
   void release_cached() {
     released_ = true;
     for (auto* pool : {&small_, &large_}) {
-      pool->erase_if([&](const typename FreePool<Blk>::Key& k) {
+      pool->erase_if([&](const typename Pool::Key& k) {
         Blk& blk = blocks_[k.id];
         if (blk.prev < 0 && blk.next < 0 && blk.size() == seg_size_[blk.seg]) {
           reserved_ -= blk.size();
@@ -347,7 +213,7 @@ class Model {
   BlockStore<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
-  FreePool<Blk> small_, large_;  // after blocks_, which they read
+  Pool small_, large_;  // after blocks_, which they read
   int nsegs_ = 0;
   int64_t reserved_ = 0, peak_reserved_ = 0, allocated_ = 0, peak_allocated_ = 0;
 };
