@@ -135,40 +135,6 @@ bool Fuser::carries_data(int t) {
   return t >= 0 && static_cast<size_t>(t) < carries_data_.size() && carries_data_[t];
 }
 
-// Whether mask t is made by a statement in transformers' own files (the stack trace of a
-// dynamo export: `attn_output, attn_weights = attention_interface(...)` in modeling_*.py,
-// where sdpa_attention_forward turns the traced boolean mask into a bias). Run eagerly with
-// no attention mask, transformers builds none (masking_utils: sdpa_mask skips an all-true
-// mask unless tracing; a causal one becomes is_causal): sh_vivit_vid's GPU peak is the
-// estimate without it (+11.1% -> +0.2%). Without a stack trace (legacy exports) or in
-// model code of other files, false.
-bool Fuser::built_by_transformers(int t) {
-  const Node* p = producer(t);
-  const PyStatement* s = p && p->py_stack >= 0 ? g_.python.statement_of(p->py_stack) : nullptr;
-  return s && s->where.find("/transformers/") != std::string::npos;
-}
-
-// Nodes whose outputs nothing reads any more, from t's producer back (a traced mask once
-// its last layer is fused: a run never builds it, so it must not be built and freed either;
-// a [batch, 1, T, T] block made and dropped in the forward left a hole that moved legacy
-// roberta-prelayernorm's largest batch from 1,600 to 1,301).
-void Fuser::drop_unread(int t) {
-  std::vector<int> work = {t};
-  while (!work.empty()) {
-    const int x = work.back();
-    work.pop_back();
-    Node* p = x >= 0 && uses_[x] == 0 && !T(x).graph_output ? producer(x) : nullptr;
-    if (!p) continue;
-    bool unread = true;
-    for (int o : p->outputs) unread = unread && (o < 0 || (uses_[o] == 0 && !T(o).graph_output));
-    if (!unread) continue;
-    const int k = T(x).producer;
-    unlink(k);
-    g_.nodes[k].dead = true;
-    for (int in : g_.nodes[k].inputs) work.push_back(in);
-  }
-}
-
 // The mask the call sees at run time: a traced all-ones or causal mask added to a bias
 // that carries data (BEiT's relative position bias plus transformers' extended mask,
 // [batch, heads, T, T] in the graph) is the bias alone at run time ([1, heads, T, T]).
@@ -232,16 +198,11 @@ void Fuser::emit_attention(int c, int q, int key, int value, int mask, double dr
   std::vector<int> inputs = {q, key, value};
   const int run_mask = mask >= 0 ? mask_as_run(mask) : -1;
   const bool mask_kept = run_mask >= 0 && carries_data(run_mask);
-  // A traced mask transformers builds only when tracing (carries_data false, made in a
-  // transformers file: built_by_transformers) is no input at all: passed on, it was held
-  // from the first layer that reads it to the last (sh_vivit_vid: 75 MiB at batch 2). A mask
-  // that model code builds from shapes (a causal triu) is built at run time too: an input,
-  // freed after its last layer, not kept for backward.
-  const bool traced_only = mask >= 0 && !mask_kept && built_by_transformers(mask);
-  if (mask >= 0 && !traced_only) inputs.push_back(mask_kept ? run_mask : mask);
+  // A traced mask no run builds (carries_data false) is no input at all: passed on, it would
+  // be held from the first layer that reads it to the last (sh_vivit_vid: 75 MiB at batch 2).
+  if (mask_kept) inputs.push_back(run_mask);
   int last = c;
   replace(last, "Attention", inputs, dead);
-  if (traced_only) drop_unread(mask);
   Attribute ratio;
   ratio.kind = Attribute::Float;
   ratio.f = dropout;

@@ -227,8 +227,6 @@ class Fuser {
   bool broadcast_heads(int q, int key) const;
   bool carries_data(int t);
   int mask_as_run(int t);
-  void drop_unread(int t);
-  bool built_by_transformers(int t);
 
   Graph& g_;
   int count_ = 0;
