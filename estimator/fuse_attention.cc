@@ -198,9 +198,7 @@ void Fuser::emit_attention(int c, int q, int key, int value, int mask, double dr
   std::vector<int> inputs = {q, key, value};
   const int run_mask = mask >= 0 ? mask_as_run(mask) : -1;
   const bool mask_kept = run_mask >= 0 && carries_data(run_mask);
-  // A traced mask no run builds (carries_data false) is no input at all: passed on, it would
-  // be held from the first layer that reads it to the last (sh_vivit_vid: 75 MiB at batch 2).
-  if (mask_kept) inputs.push_back(run_mask);
+  if (mask >= 0) inputs.push_back(mask_kept ? run_mask : mask);
   int last = c;
   replace(last, "Attention", inputs, dead);
   Attribute ratio;
