@@ -498,6 +498,21 @@ Workspace conv_bwd_data_workspace(const Graph& g, const Node& n, DType run, bool
 // rule: 6 of 321 under, where the envelope had 65) and 32 to 112 on the GEMM in 94% (the
 // rule: 30 of 479 under, mostly odd 35x35 maps on the NHWC engine; the envelope was over
 // by 85 GB in all there, 176 MB a probe).
+// A dense (ungrouped) Conv with unit strides and no padding, both weights' inputs present:
+// the layers the 1x1 weight-gradient rules below describe.
+bool dense_unpadded_unit_stride(const Node& n) {
+  if (n.op != "Conv" || n.attr_int("group", 1) != 1 || !n.has_input(0) || !n.has_input(1) || n.outputs.empty()) {
+    return false;
+  }
+  for (int64_t s : n.attr_ints("strides", {})) {
+    if (s != 1) return false;
+  }
+  for (int64_t p : n.attr_ints("pads", {})) {
+    if (p != 0) return false;
+  }
+  return true;
+}
+
 constexpr int64_t kPointwiseGemmSmall = int64_t{8} << 20;  // bytes of fp32 partials
 constexpr int64_t kPointwiseGemmPositions = 3200;           // N * H * W
 constexpr int64_t kPointwiseGemmLarge = (int64_t{80} << 20) - 1;  // bytes of fp32 partials
@@ -508,20 +523,11 @@ constexpr int64_t kPointwiseProbedSide = 112;               // the probes' large
 // nullopt for any other layer (or one with symbolic channels or spatial sizes, or maps
 // larger than the probes').
 std::optional<Workspace> pointwise_wgrad(const Graph& g, const Node& n, DType run, bool channels_last) {
-  if (channels_last || n.op != "Conv" || n.attr_int("group", 1) != 1 || !n.has_input(0) || !n.has_input(1) ||
-      n.outputs.empty()) {
-    return std::nullopt;
-  }
+  if (channels_last || !dense_unpadded_unit_stride(n)) return std::nullopt;
   const auto& xs = g.tensors[n.inputs[0]].shape;
   const auto& ws = g.tensors[n.inputs[1]].shape;
   if (!xs || !ws || xs->size() != 4 || ws->size() != 4) return std::nullopt;
   if ((*ws)[2] != Expr(1) || (*ws)[3] != Expr(1)) return std::nullopt;
-  for (int64_t s : n.attr_ints("strides", {1, 1})) {
-    if (s != 1) return std::nullopt;
-  }
-  for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0})) {
-    if (p != 0) return std::nullopt;
-  }
   const auto cin = (*xs)[1].as_const(), cout = (*ws)[0].as_const(), h = (*xs)[2].as_const(), w = (*xs)[3].as_const();
   if (!cin || !cout || !h || !w) return std::nullopt;
   // Only where the probes reach: maps up to 112x112, channels in multiples of 8 (an
@@ -556,18 +562,10 @@ std::optional<Workspace> pointwise_wgrad(const Graph& g, const Node& n, DType ru
 // 1-D probes there: all 8 took them); any other half-precision layer keeps the table or
 // the envelope.
 std::optional<Workspace> pointwise_wgrad_1d(const Graph& g, const Node& n, DType run) {
-  if (n.op != "Conv" || n.attr_int("group", 1) != 1 || !n.has_input(0) || !n.has_input(1) || n.outputs.empty()) {
-    return std::nullopt;
-  }
+  if (!dense_unpadded_unit_stride(n)) return std::nullopt;
   const auto& xs = g.tensors[n.inputs[0]].shape;
   const auto& ws = g.tensors[n.inputs[1]].shape;
   if (!xs || !ws || xs->size() != 3 || ws->size() != 3 || (*ws)[2] != Expr(1)) return std::nullopt;
-  for (int64_t s : n.attr_ints("strides", {1})) {
-    if (s != 1) return std::nullopt;
-  }
-  for (int64_t p : n.attr_ints("pads", {0, 0})) {
-    if (p != 0) return std::nullopt;
-  }
   const auto cin = (*ws)[1].as_const(), cout = (*ws)[0].as_const();
   if (!cin || !cout || *cin % 8 != 0 || *cout % 8 != 0) return std::nullopt;
   const int64_t partials = *cin * *cout * 4;  // per sample
@@ -588,21 +586,12 @@ std::optional<Workspace> pointwise_wgrad_1d(const Graph& g, const Node& n, DType
 // workspaces reach 31 (x + y)); nullopt for any other layer.
 constexpr int64_t kPointwiseClSplits = 132;  // an H200's SMs: the most slices probed
 std::optional<Workspace> pointwise_wgrad_channels_last(const Graph& g, const Node& n, DType run) {
-  if (n.op != "Conv" || n.attr_int("group", 1) != 1 || (run != DType::F16 && run != DType::BF16) ||
-      !n.has_input(0) || !n.has_input(1) || n.outputs.empty()) {
-    return std::nullopt;
-  }
+  if ((run != DType::F16 && run != DType::BF16) || !dense_unpadded_unit_stride(n)) return std::nullopt;
   const auto& xs = g.tensors[n.inputs[0]].shape;
   const auto& ws = g.tensors[n.inputs[1]].shape;
   const auto& ys = g.tensors[n.outputs[0]].shape;
   if (!xs || !ws || !ys || xs->size() != 4 || ws->size() != 4) return std::nullopt;
   if ((*ws)[2] != Expr(1) || (*ws)[3] != Expr(1)) return std::nullopt;
-  for (int64_t s : n.attr_ints("strides", {1, 1})) {
-    if (s != 1) return std::nullopt;
-  }
-  for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0})) {
-    if (p != 0) return std::nullopt;
-  }
   const auto cin = (*ws)[1].as_const(), cout = (*ws)[0].as_const();
   if (!cin || !cout) return std::nullopt;
   const int64_t es = dtype_size(run);
