@@ -9,21 +9,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "estimator/ops/shape_util.h"
 #include "frontends/merged_initializers.h"
 
 namespace memest {
 namespace {
 
-// A tensor's dimensions when all are known numbers.
+// A tensor's dimensions when all are known numbers (shape_util's const_dims).
 std::optional<std::vector<int64_t>> const_dims(const Tensor& t) {
-  if (!t.shape) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const Expr& d : *t.shape) {
-    const std::optional<int64_t> v = d.as_const();
-    if (!v) return std::nullopt;
-    dims.push_back(*v);
-  }
-  return dims;
+  return t.shape ? memest::const_dims(*t.shape) : std::nullopt;
 }
 
 int64_t numel(const std::vector<int64_t>& dims) {
