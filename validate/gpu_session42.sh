@@ -17,7 +17,8 @@ blind_sample 45 46
 seqtrace o2 sh_llama_lm/bs1200-fp16-adam,sh_vivit_vid/b1-bf16-adamw 60GiB &
 # A two-tower model whose reserved bytes memest puts 8% under the GPU's at batch 4096 and 9%
 # over at 5120 (blind37's largest-batch misses, 6-8% low): which segments differ.
-seqtrace o3 sh_metaclip_2_zsi/bs4096-fp16-adam,sh_metaclip_2_zsi/bs5120-fp16-adam 60GiB &
+# And LongT5, whose reserved bytes memest puts 4.5% under from batch 256 to 896 (allocated exact).
+seqtrace o3 sh_metaclip_2_zsi/bs4096-fp16-adam,sh_metaclip_2_zsi/bs5120-fp16-adam,sh_longt5_s2s/bs512-fp16-adam 60GiB &
 seqtrace o1 rnd45_172/b1-fp16-adam,rnd45_166/b1-fp16-adam,rnd45_16/b1-fp16-adam,rnd45_157/b1-fp16-adam 60GiB &
 finish
 collect_blind 45 46 38
