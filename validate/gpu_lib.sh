@@ -30,7 +30,7 @@ mb_part() {  # SAMPLE_SEED NAMES FROM,TO: the largest batch of those drawn model
 # where the fixed parts 2-5, 12-15, 22-25 left the third empty), and their exports.
 blind_architectures() {
   local s=$1 names h1 h2 count a b c
-  names=$(python3 -c "from validate import sample; print(','.join(sample.draw($s, 30)))" 2>$L/draw-$s.log)
+  names=$(python3 -c "from validate import sample; print(','.join(sample.draw($s, 30)))" 2>$L/draw-$s.log | tail -n 1)  # a library may print to stdout
   echo "drawn: $names"
   h1=$(echo "$names" | tr ',' '\n' | awk 'NR%2==1' | paste -sd,)
   h2=$(echo "$names" | tr ',' '\n' | awk 'NR%2==0' | paste -sd,)
