@@ -439,6 +439,7 @@ void json_accounting(JsonWriter& w, const Analysis& a, const Estimate& e) {
   w.field("gradless_parameters", a.accounting.gradless_bytes);
   w.field("derived_parameter_count", a.accounting.derived_count);
   w.field("derived_parameters", a.accounting.derived_bytes);
+  w.field("unread_parameter_tensors", a.accounting.unread_count);
   w.end_object();
 }
 

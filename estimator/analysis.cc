@@ -341,6 +341,7 @@ Accounting account(const Graph& g, const TrainConfig& cfg) {
     a.gradless_bytes = checked_add(a.gradless_bytes, bytes);
     a.buffer_bytes -= bytes;
   }
+  a.unread_count = static_cast<int64_t>(g.unread_parameters);
   for (int k : g.derived_parameters) {
     const Tensor& t = g.tensors[static_cast<size_t>(k)];
     if (t.consumers.empty() || !t.shape || t.kind != TensorKind::Parameter) continue;

@@ -41,6 +41,9 @@ struct Accounting {
   /// count may be over torch's, by how much the file does not say.
   int64_t derived_count = 0;
   int64_t derived_bytes = 0;
+  /// Parameters in the model the file holds in no form (Graph::unread_parameters): in no
+  /// count, so parameter_bytes is under torch's by their unknown size.
+  int64_t unread_count = 0;
   Expr input_bytes;  ///< x and y, symbolic in the batch
 };
 

@@ -244,6 +244,10 @@ struct Graph {
   /// position tables): parameters in memory (torch sends gradients through the
   /// computation), but larger than torch's own, whose size the file does not hold.
   std::vector<int> derived_parameters;
+  /// Parameters the exporter lists that no op reads and the file holds in no form (a
+  /// vision tower beside a forward on token ids: frontends/unread_parameters.h): torch
+  /// keeps them on the GPU, their sizes are unknown, so they are not in any count.
+  size_t unread_parameters = 0;
 
   /// Id of the tensor with this name, creating it if absent.
   int tensor_id(std::string_view name);

@@ -27,6 +27,7 @@
 #include "frontends/onnx_schema.h"
 #include "frontends/dynamo_repair.h"
 #include "frontends/export_signature.h"
+#include "frontends/unread_parameters.h"
 #include "frontends/cofolded_parameters.h"
 #include "frontends/merged_initializers.h"
 #include "frontends/squeeze_if.h"
@@ -709,7 +710,10 @@ Graph read_model(std::string_view bytes, const std::string& file) {
     }
   }
   restore_dropped_contiguous(g, lowering.fx_calls());  // it moves the nodes the reads index
-  if (const auto params = exported_targets(model, "PARAMETER")) restore_cofolded_parameters(g, *params, reads);
+  if (const auto params = exported_targets(model, "PARAMETER")) {
+    restore_cofolded_parameters(g, *params, reads);
+    warn_unread_parameters(g, *params, reads);
+  }
   return g;
 }
 
