@@ -33,6 +33,10 @@ bool names_layout_call(std::string_view name) {
   return std::find(std::begin(kLayout), std::end(kLayout), op) != std::end(kLayout);
 }
 
+// Whether a name the optimizer's folded_from lists is a call of the traced program
+// ("arange", "sub_63") rather than a value the exporter made itself ("val_58").
+bool names_program_call(std::string_view name) { return !name.starts_with("val_"); }
+
 // Whether an initializer's name is an indexing call's FX name ("index", "index_5"): a
 // table the exporter computed by gathering a parameter, larger than the parameter.
 bool names_index_call(std::string_view name) { return fx_call_op(name) == "index"; }
@@ -47,13 +51,18 @@ class FoldedNotes {
 
   // Whether tensor t is a parameter by its notes: folded from a listed parameter, yes
   // (timm's mixed RoPE: `rope.freqs` selected and unsqueezed, read by a top-level matmul,
-  // as unsqueeze_1); from listed buffers and constants alone, no (`rope.t_x`); nullopt
-  // where there are no notes or only the exporter's own values.
+  // as unsqueeze_1); from listed buffers and constants alone, no (`rope.t_x`); through
+  // calls of the program that read neither, no: the optimizer computed it from literals
+  // (HF Swin-V2's shifted-window attention mask, `sub_63` [64, 49, 49], folded from
+  // arange, slices and comparisons; as a parameter of the attention, whose weights folded,
+  // it read 806,736 bytes over torch's count). Nullopt where there are no notes or only
+  // the exporter's own values (`val_58`).
   std::optional<bool> source(int t) const {
     const auto* names = of(t);
     if (!names) return std::nullopt;
     if (any(*names, parameters_)) return true;
     if (any(*names, buffers_)) return false;
+    if (std::any_of(names->begin(), names->end(), names_program_call)) return false;
     return std::nullopt;
   }
 
