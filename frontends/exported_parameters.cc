@@ -71,6 +71,17 @@ class FoldedNotes {
   // (LeViT's and EfficientViT's attention biases by attention_bias_idxs, MaxViT's relative
   // position table by height_lookup). A parameter merely selected or reshaped (the mixed
   // RoPE's freqs) keeps its size.
+  // How many distinct listed parameters the notes of tensor t name.
+  size_t parameter_count(int t) const {
+    const auto* names = of(t);
+    if (!names) return 0;
+    std::unordered_set<std::string_view> seen;
+    for (std::string_view n : *names) {
+      if (parameters_.count(n)) seen.insert(n);
+    }
+    return seen.size();
+  }
+
   bool table(int t) const {
     const auto* names = of(t);
     if (!names || !any(*names, parameters_)) return false;
@@ -89,6 +100,20 @@ class FoldedNotes {
   const std::unordered_map<int, std::vector<std::string_view>>& from_;
   std::unordered_set<std::string_view> parameters_, buffers_;
 };
+
+// Whether an initializer read as a literal (one element, named after no module:
+// classify_initializers' constants) is a parameter by the optimizer's notes: CLIP's
+// `logits * self.logit_scale.exp()` folds the one-element parameter into `exp`, which
+// read as a constant, 4 bytes under torch's count and no gradient for the scale
+// (Apertus's xIELU alphas, through softplus, likewise). Only a value folded from one
+// parameter is it: DiffLlama's lambda, exp(sum(q1 * k1)) - exp(sum(q2 * k2)) of four
+// vectors, stays a literal, since one element makes no count right, and as a parameter
+// the Mul reading it kept its other operand for the gradient, which put sh_diffllama's
+// estimates 2-8 MiB further over the measurement.
+bool folded_scalar_parameter(const Tensor& ten, const FoldedNotes& notes, int t) {
+  return ten.kind == TensorKind::Constant && ten.producer < 0 && ten.shape && is_floating(ten.dtype) &&
+         notes.source(t) == true && notes.parameter_count(t) == 1;
+}
 
 // One warning for the tables in Graph::derived_parameters, naming the first three.
 void warn_derived_parameters(Graph& g) {
@@ -277,6 +302,7 @@ void keep_exported_parameters(Graph& g, const std::vector<std::string_view>& par
   const FoldedNotes notes(reads.folded_from, parameters, buffers);
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     Tensor& ten = g.tensors[t];
+    if (folded_scalar_parameter(ten, notes, static_cast<int>(t))) ten.kind = TensorKind::Parameter;
     if (ten.kind != TensorKind::Parameter || rules.listed(static_cast<int>(t)) || !ten.shape) continue;
     const bool weight = rules.weight(ten, notes.source(static_cast<int>(t)));
     if (!weight) ten.kind = TensorKind::Buffer;

@@ -37,3 +37,50 @@ output m
   CHECK(g.tensors[g.find_tensor("val_34")].kind == TensorKind::Parameter);
   CHECK(parameter_bytes(g) == 8 * 8 * 4);
 }
+
+TEST_CASE("exported parameters: a one-element literal folded from a parameter is that parameter") {
+  // CLIP's `logits * self.logit_scale.exp()`: the optimizer folds the one-element scale
+  // into `exp`, which the reader takes for a literal (a constant). Its notes name
+  // model.logit_scale: it is a parameter, 4 bytes, with a gradient. `val_7`, a literal
+  // the exporter made itself, stays one.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4
+const exp float32 - = 2.5
+const val_7 float32 - = 0.5
+node Mul x exp -> a @model
+node Mul a val_7 -> y @model
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}, {}};
+  reads.folded_from[g.find_tensor("exp")] = {"model.logit_scale"};
+  reads.folded_from[g.find_tensor("val_7")] = {"val_6"};
+  const std::vector<std::string_view> params = {"model.logit_scale"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("exp")].kind == TensorKind::Parameter);
+  CHECK(g.tensors[g.find_tensor("val_7")].kind == TensorKind::Constant);
+  CHECK(parameter_bytes(g) == 4);
+}
+
+TEST_CASE("exported parameters: a one-element literal folded from several parameters stays a literal") {
+  // DiffLlama's lambda, exp(sum(lambda_q1 * lambda_k1)) - exp(sum(lambda_q2 * lambda_k2)),
+  // folded into `add_339`: one element stands for four vectors the file holds in no form.
+  Graph g = read_text_graph(R"(
+opset 18
+input x float32 batch,4
+const add_339 float32 - = 0.2
+node Mul x add_339 -> y @model.layers.0.self_attn
+output y
+)");
+  g.relink();
+  ParameterReads reads;
+  reads.by_node = {{}};
+  reads.folded_from[g.find_tensor("add_339")] = {"attn.lambda_q1", "attn.lambda_k1", "attn.lambda_q2",
+                                                  "attn.lambda_k2", "exp", "sum_1", "val_9"};
+  const std::vector<std::string_view> params = {"attn.lambda_q1", "attn.lambda_k1", "attn.lambda_q2", "attn.lambda_k2"};
+  keep_exported_parameters(g, params, {}, reads);
+  CHECK(g.tensors[g.find_tensor("add_339")].kind == TensorKind::Constant);
+  CHECK(parameter_bytes(g) == 0);
+}
