@@ -9,16 +9,10 @@
 #include <optional>
 #include <unordered_set>
 
+#include "frontends/fx_node.h"
+
 namespace memest {
 namespace {
-
-// The op an FX node's name was made from: its counter dropped ("permute_3" -> "permute",
-// "_to_copy_2" -> "_to_copy", "index" stays).
-std::string_view fx_call_op(std::string_view name) {
-  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.remove_suffix(1);
-  if (name.ends_with('_')) name.remove_suffix(1);
-  return name;
-}
 
 // Whether `name` is that of an FX node of an op that only lays a tensor out or casts it
 // ("permute_3", "t", "_to_copy_2"): an initializer of that name is the value of such a

@@ -108,6 +108,12 @@ std::string_view fx_call_name(std::string_view fx_node) {
   return end == std::string_view::npos ? std::string_view() : fx_node.substr(1, end - 1);
 }
 
+std::string_view fx_call_op(std::string_view name) {
+  while (!name.empty() && name.back() >= '0' && name.back() <= '9') name.remove_suffix(1);
+  if (name.ends_with('_')) name.remove_suffix(1);
+  return name;
+}
+
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node) {
   if (fx_node.find("aten.scaled_dot_product_attention") == std::string_view::npos) return std::nullopt;
   return fx_number_arg(fx_node, 4, "dropout_p");

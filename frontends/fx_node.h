@@ -30,6 +30,10 @@ std::vector<std::string_view> fx_value_args(std::string_view fx_node);
 /// The FX node's own name ("sdpa" of "%sdpa : [num_users=1] = ..."); "" when absent.
 std::string_view fx_call_name(std::string_view fx_node);
 
+/// The op an FX node's name was made from: its counter dropped ("permute_3" -> "permute",
+/// "_to_copy_2" -> "_to_copy", "index" stays). The exporter names folded values so.
+std::string_view fx_call_op(std::string_view name);
+
 /// scaled_dot_product_attention's dropout_p (5th argument) when `fx_node` is that call.
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node);
 

@@ -30,6 +30,7 @@
 #include "frontends/unread_parameters.h"
 #include "frontends/cofolded_parameters.h"
 #include "frontends/merged_initializers.h"
+#include "frontends/parameter_images.h"
 #include "frontends/squeeze_if.h"
 #include "frontends/fx_node.h"
 #include "frontends/scope_repair.h"
@@ -687,6 +688,7 @@ Graph read_model(std::string_view bytes, const std::string& file) {
     for (const auto& [id, list] : lowering.folded_from()) reads.folded_from[id] = python_strings(list);
     classify_group_norm_initializers(g, reads);
     keep_exported_parameters(g, *params, buffers, reads);
+    merge_parameter_images(g, *params, buffers, reads);
     g.lists_parameters = true;
     restore_dropped_biases(g, *params, reads);
   }
