@@ -31,6 +31,7 @@
 #include "frontends/cofolded_parameters.h"
 #include "frontends/merged_initializers.h"
 #include "frontends/parameter_images.h"
+#include "frontends/linear_inputs.h"
 #include "frontends/squeeze_if.h"
 #include "frontends/fx_node.h"
 #include "frontends/scope_repair.h"
@@ -691,6 +692,8 @@ Graph read_model(std::string_view bytes, const std::string& file) {
     merge_parameter_images(g, *params, buffers, reads);
     g.lists_parameters = true;
     restore_dropped_biases(g, *params, reads);
+  } else {
+    keep_linear_inputs_as_buffers(g);
   }
   for (const auto& name : declared_buffers(model)) {
     int id = g.find_tensor(name);
