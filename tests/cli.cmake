@@ -307,6 +307,11 @@ memest_matrix(matrix-blind36-h100-torch2.11 SETS sample43 random44 TAG h100-torc
 # new transformers pools), measured on an H100, compared once at the session start's
 # estimate (blind37-compare-h100-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind37-h100-torch2.11 SETS sample44 random45 TAG h100-torch2.11)
+# Session 42's sample (sample seed 45, random seed 46; blind38: 13 of its 30 architectures
+# multimodal models run on token ids, whose towers the file holds in no form), measured on
+# an H100, compared once at the session start's estimate
+# (blind38-compare-h100-torch2.11.txt), now a regression set.
+memest_matrix(matrix-blind38-h100-torch2.11 SETS sample45 random46 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
