@@ -149,10 +149,11 @@ void estimate_outcome(Outcome& out, const Analysis& a, int64_t batch, std::optio
   out.peak = e.peak.peak_bytes;
   out.reserved = e.reserved_bytes;
   if (!budget || !search) return;
+  ProbeMemo memo;
   out.max_micro_batch = search_fitting(
                             [&](int64_t b) {
                               progress.update(step + ": trying batch " + std::to_string(b));
-                              return fit_of(probe_budget(a, b, *budget));
+                              return fit_of(probe_budget(a, b, *budget, std::nullopt, &memo));
                             },
                             kDefaultMaxBatch, search_guess(a, *budget, std::nullopt))
                             .contiguous;

@@ -93,13 +93,34 @@ bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_
   return ok;
 }
 
-bool fits(const Analysis& a, int64_t batch, std::optional<int64_t> free_value, BudgetProbe&& probe, int64_t budget,
-          Estimate* out) {
-  // As fits() does for a capped replay that released its cache and did not fail.
-  *out = probe.uncapped ? std::move(*probe.uncapped) : estimate(a, batch, free_value);
-  const bool ok = out->peak.peak_bytes <= budget;
-  if (ok) out->reserved_bytes = probe.capped_reserved;
-  return ok;
+FitAnswer fit_answer(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
+  const Bindings b = bind_dims(a, batch, free_value);
+  try {
+    const std::vector<int64_t> size = block_sizes(a.program, b, a.train.target->alloc_round);
+    const AllocatorResult capped = replay_allocator(a.program, size, budget, /*locate=*/false);
+    // As in fits(): until the cap makes it release its cache, the capped replay is the uncapped one.
+    if (!capped.out_of_memory && !capped.released_cache) {
+      return {capped.peak.peak_bytes, capped.peak_reserved};
+    }
+    const AllocatorResult uncapped = replay_allocator(a.program, size, std::nullopt, /*locate=*/false);
+    const bool ok = !capped.out_of_memory && uncapped.peak.peak_bytes <= budget;
+    return {uncapped.peak.peak_bytes, ok ? capped.peak_reserved : uncapped.peak_reserved};
+  } catch (const Error& err) {
+    throw err.in_file(a.graph.file);
+  }
+}
+
+FitAnswer fit_answer(const Analysis& a, int64_t batch, std::optional<int64_t> free_value, const BudgetProbe& probe) {
+  // As fits() does for a capped replay that released its cache and did not fail: the
+  // uncapped peak, within the budget since the probe fitted, and the capped reserved bytes.
+  if (probe.uncapped_peak) return {*probe.uncapped_peak, probe.capped_reserved};
+  const Bindings b = bind_dims(a, batch, free_value);
+  try {
+    return {replay_allocator(a.program, b, a.train.target->alloc_round, std::nullopt, /*locate=*/false).peak.peak_bytes,
+            probe.capped_reserved};
+  } catch (const Error& err) {
+    throw err.in_file(a.graph.file);
+  }
 }
 
 int64_t largest_fitting(const std::function<bool(int64_t)>& fits_at, int64_t max) {

@@ -46,11 +46,19 @@ std::string profiled_gpu(const Target& t);
 /// `free_value` binds the swept dim (sweep --sweep); `out`, when set, gets the estimate.
 bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out);
 
-/// fits() for the batch of a probe whose capped replay released the cache and fitted
-/// (BudgetProbe::released): the same answer and estimate, the reserved bytes the
-/// probe's, the uncapped estimate the probe's (BudgetProbe::uncapped) or made now.
-bool fits(const Analysis& a, int64_t batch, std::optional<int64_t> free_value, BudgetProbe&& probe, int64_t budget,
-          Estimate* out);
+/// What a sweep reports of the batch it answers: the peak allocated (estimate()'s) and
+/// the bytes reserved under the budget.
+struct FitAnswer {
+  int64_t peak_bytes = 0;
+  int64_t reserved_bytes = 0;
+};
+/// fits()'s figures for `batch` under `budget` (peak_bytes, and reserved_bytes under the
+/// cap where it fits, else uncapped), from replays that only count (no estimate located).
+FitAnswer fit_answer(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value);
+/// fits()'s figures for the batch of a probe whose capped replay released the cache and
+/// fitted (BudgetProbe::released and fits): the reserved bytes the probe's, the peak its
+/// uncapped replay's (BudgetProbe::uncapped_peak), or replayed now when it had none.
+FitAnswer fit_answer(const Analysis& a, int64_t batch, std::optional<int64_t> free_value, const BudgetProbe& probe);
 
 /// The largest v in [1, max] with fits_at(v), or 0 when not even 1 fits: doubling,
 /// then bisection, about 2*log2(answer) calls. Assumes fitting is monotone in v.

@@ -55,7 +55,7 @@ Rescue rescue(const SweepOptions& o, int64_t budget) {
   return r;
 }
 
-void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& found, const Estimate& best,
+void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& found, const FitAnswer& best,
                  const Rescue* help) {
   const bool by_dim = !o.sweep_dim.empty();
   const std::string what = by_dim ? o.sweep_dim : "batch";
@@ -82,7 +82,7 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
     j["profile"] = a.train.target->name;
     if (!o.budget.gpu.empty()) j["gpu"] = o.budget.gpu;
     if (!note.empty()) j["profile_note"] = note;
-    j["peak_bytes"] = lo > 0 ? best.peak.peak_bytes : 0;
+    j["peak_bytes"] = lo > 0 ? best.peak_bytes : 0;
     j["reserved_bytes"] = lo > 0 ? best.reserved_bytes : 0;
     j["parallel"] = parallel_name(a.train.parallel);
     j["world_size"] = a.train.world_size;
@@ -100,7 +100,7 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
     return;
   }
   std::cout << "Largest " << what << " that fits in " << format_bytes(budget) << ": " << lo << "\n"
-            << "  peak allocated " << format_bytes(best.peak.peak_bytes) << ", reserved "
+            << "  peak allocated " << format_bytes(best.peak_bytes) << ", reserved "
             << format_bytes(best.reserved_bytes) << "\n"
             << notes;
   if (found.largest > lo) {
@@ -111,25 +111,18 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
 }
 
 // The probes that fitted only at the cap, by value: their capped replays' reserved bytes,
-// and the uncapped estimates of the highest kKept that made one (a million-node estimate
-// holds 60 MB). The answer is often among them (the walk for the first failure ends
-// just above it) and then costs at most the uncapped replay, often none.
+// and the uncapped peak where the probe replayed for it. The answer is often among them
+// (the walk for the first failure ends just above it) and then costs at most the
+// uncapped replay, often none.
 class CappedFits {
  public:
-  void add(int64_t v, BudgetProbe&& p) {
-    probes_[v] = std::move(p);
-    int with_estimate = 0;
-    for (auto at = probes_.rbegin(); at != probes_.rend(); ++at) {
-      if (at->second.uncapped && ++with_estimate > kKept) at->second.uncapped.reset();
-    }
-  }
-  BudgetProbe* find(int64_t v) {
+  void add(int64_t v, BudgetProbe&& p) { probes_[v] = std::move(p); }
+  const BudgetProbe* find(int64_t v) const {
     const auto at = probes_.find(v);
     return at == probes_.end() ? nullptr : &at->second;
   }
 
  private:
-  static constexpr int kKept = 2;
   std::map<int64_t, BudgetProbe> probes_;
 };
 
@@ -139,33 +132,31 @@ int run_sweep(const SweepOptions& o) {
   const std::string what = by_dim ? o.sweep_dim : "batch";
   const Analysis* analysis = nullptr;
   FitSearch found;
-  Estimate best;
+  FitAnswer best;
   {
     Progress progress("sweep");  // erased before the answer prints
     progress.update("analysing " + o.common.model);
     analysis = &load_and_analyze(o.common, o.sweep_dim);
     const Analysis& a = *analysis;
     if (!by_dim) require_free_batch(a, "sweep");
-    auto try_value = [&](int64_t v, Estimate* e) {
-      return by_dim ? fits(a, o.common.batch, budget, v, e) : fits(a, v, budget, std::nullopt, e);
-    };
     int tried = 0;
     CappedFits at_cap;
+    ProbeMemo memo;
     found = search_fitting(
         [&](int64_t v) {
           progress.update("trying " + what + " " + std::to_string(v) + " (" + std::to_string(++tried) + " tried)");
-          BudgetProbe p = by_dim ? probe_budget(a, o.common.batch, budget, v) : probe_budget(a, v, budget);
+          BudgetProbe p = by_dim ? probe_budget(a, o.common.batch, budget, v, &memo)
+                                 : probe_budget(a, v, budget, std::nullopt, &memo);
           const Fit fit = fit_of(p);
           if (fit == Fit::Capped) at_cap.add(v, std::move(p));
           return fit;
         },
         o.max, search_guess(a, budget, by_dim ? std::optional<int64_t>(o.common.batch) : std::nullopt, o.max));
     const int64_t v = found.contiguous;
-    if (BudgetProbe* p = at_cap.find(v)) {
-      fits(a, by_dim ? o.common.batch : v, by_dim ? std::optional<int64_t>(v) : std::nullopt, std::move(*p), budget,
-           &best);
+    if (const BudgetProbe* p = at_cap.find(v)) {
+      best = fit_answer(a, by_dim ? o.common.batch : v, by_dim ? std::optional<int64_t>(v) : std::nullopt, *p);
     } else if (v > 0) {
-      try_value(v, &best);
+      best = by_dim ? fit_answer(a, o.common.batch, budget, v) : fit_answer(a, v, budget, std::nullopt);
     }
   }
   std::optional<Rescue> help;

@@ -7,6 +7,7 @@
 #include "estimator/allocator.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,8 @@ int64_t ceil_to(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t segment_for(int64_t size) {
   return size <= kSmallSize ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : ceil_to(size, kRoundLarge);
 }
+
+constexpr int kPaused = -2;  // Model::malloc: paused before the cap releases the cache
 
 // One block of a segment; merged-away and released blocks keep their id with size 0.
 // Trivial, so that a chunk of them (BlockStore) is not written until used. Two layouts:
@@ -87,6 +90,15 @@ Blk make_blk(int64_t size, int seg, int prev, int next, bool free, bool small, i
 template <typename Blk>
 class BlockStore {
  public:
+  BlockStore() = default;
+  BlockStore(const BlockStore& o) : size_(o.size_) {
+    for (size_t c = 0; c < o.chunks_.size(); ++c) {
+      chunks_.emplace_back(new Blk[kChunk]);
+      const size_t n = std::min(kChunk, o.size_ - c * kChunk);
+      std::copy(o.chunks_[c].get(), o.chunks_[c].get() + n, chunks_.back().get());
+    }
+  }
+  BlockStore& operator=(const BlockStore&) = delete;
   Blk& operator[](size_t i) { return chunks_[i >> kShift][i & kMask]; }
   const Blk& operator[](size_t i) const { return chunks_[i >> kShift][i & kMask]; }
   size_t size() const { return size_; }
@@ -109,14 +121,27 @@ class Model {
  public:
   explicit Model(std::optional<int64_t> limit, SegmentOrder order = SegmentOrder::NewestFirst)
       : limit_(limit), newest_first_(order == SegmentOrder::NewestFirst), small_(blocks_), large_(blocks_) {}
+  // The state at one event, for two replays to go on from (a capped and an uncapped one
+  // are the same until the cap first makes the allocator release its cache).
+  Model(const Model& o)
+      : limit_(o.limit_), newest_first_(o.newest_first_), released_(o.released_), pause_(o.pause_),
+        blocks_(o.blocks_), seg_size_(o.seg_size_), seg_address_(o.seg_address_), small_(o.small_, blocks_),
+        large_(o.large_, blocks_), nsegs_(o.nsegs_), reserved_(o.reserved_), peak_reserved_(o.peak_reserved_),
+        allocated_(o.allocated_), peak_allocated_(o.peak_allocated_) {}
+  Model& operator=(const Model&) = delete;
 
-  // Returns the block id, or -1 when out of memory.
+  /// While on, a malloc that would make the cap release the cache returns kPaused instead,
+  /// the model as it was before the call.
+  void pause_at_release(bool on) { pause_ = on; }
+  void lift_limit() { limit_.reset(); }
+
+  // Returns the block id, or -1 when out of memory (kPaused: see pause_at_release).
   int malloc(int64_t size, int64_t segment_address = -1) {
     const bool small = size <= kSmallSize;
     auto& pool = small ? small_ : large_;
     int b = pool.take_best_fit(size);
     if (b < 0) b = new_segment(size, small, segment_address);
-    if (b < 0) return -1;
+    if (b < 0) return b;
     Blk& blk = blocks_[b];
     blk.free = false;
     const int64_t rest = blk.size() - size;
@@ -185,6 +210,7 @@ class Model {
   [[gnu::noinline]] int new_segment(int64_t size, bool small, int64_t segment_address) {
     const int64_t seg = segment_for(size);
     if (limit_ && reserved_ + seg > *limit_) {
+      if (pause_) return kPaused;
       release_cached();
       if (reserved_ + seg > *limit_) return -1;
     }
@@ -217,6 +243,7 @@ class Model {
   std::optional<int64_t> limit_;
   bool newest_first_;
   bool released_ = false;
+  bool pause_ = false;
   BlockStore<Blk> blocks_;
   std::vector<int64_t> seg_size_;
   std::vector<int64_t> seg_address_;
@@ -243,89 +270,165 @@ int64_t most_added(const Program& p, const std::vector<int64_t>& size) {
   return total;
 }
 
-// The replay. Given `to_come` (most_added()'s, and a limit), the most the requests not
-// yet replayed can add, it stops at the first event from which the cap can no longer be
-// reached (AllocatorResult::fits_for_certain).
+// What a replay carries from one event to the next.
 template <typename Blk>
-AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit, bool locate,
-                       std::optional<int64_t> to_come) {
-  Model<Blk> m(limit);
+struct ReplayState {
+  static constexpr size_t kRunning = ~size_t{0};
+  ReplayState(const Program& p, std::optional<int64_t> limit) : m(limit), slot(p.blocks.size(), 0) {}
+  Model<Blk> m;
   // One word per block: while the block is allocated, -1 - its id in the model; once
   // freed, the bytes the allocator handed out for it (AllocatorResult::granted); 0 before.
   // A live block's bytes are its model block's (a block is split or merged only while
   // free), so the two never have to be kept side by side (a million-node program has 7M
   // blocks).
-  std::vector<int64_t> slot(p.blocks.size(), 0);
-  auto live = [&](int blk) { return slot[blk] < 0; };
-  auto model_id = [&](int blk) { return static_cast<int>(-1 - slot[blk]); };
-  AllocatorResult r;
-  PeakTracker peak(p);
+  std::vector<int64_t> slot;
   int64_t total = 0, top = 0;  // allocated bytes, for a replay that does not locate its peak
   int64_t requested = 0;
-  for (size_t e = 0; e < p.events.size(); ++e) {
+  AllocatorResult r;
+  size_t paused_at = kRunning;  // the event whose request the model paused at (Model::pause_at_release)
+};
+
+// The uncapped replay a probe may ask for (probe_allocator's second form).
+struct UncappedFork {
+  const std::function<bool()>& wanted;
+  std::optional<int64_t>& peak;
+};
+
+// Replays the events from `from` on, until the end, a failure, a pause, or (given
+// `to_come`, most_added()'s, and a limit: the most the requests not yet replayed can
+// add) the first event from which the cap can no longer be reached
+// (AllocatorResult::fits_for_certain).
+template <typename Blk>
+void run(const Program& p, const std::vector<int64_t>& size, ReplayState<Blk>& s, size_t from, PeakTracker* peak,
+         std::optional<int64_t>& to_come, std::optional<int64_t> limit) {
+  Model<Blk>& m = s.m;
+  std::vector<int64_t>& slot = s.slot;
+  AllocatorResult& r = s.r;
+  auto live = [&](int blk) { return slot[blk] < 0; };
+  auto model_id = [&](int blk) { return static_cast<int>(-1 - slot[blk]); };
+  int64_t total = s.total, top = s.top, requested = s.requested;
+  for (size_t e = from; e < p.events.size(); ++e) {
     // Only before any release: after one, the answer rests on the uncapped replay.
     if (to_come && !m.released_cache() && m.reserved() + *to_come <= *limit) {
       r.fits_for_certain = true;
       break;
     }
-    if (locate) peak.at(e);
+    if (peak) peak->at(e);
     const Event& ev = p.events[e];
     const Block& blk = p.blocks[ev.block];
+    const int64_t bytes = size[ev.block];
     if (ev.kind == Event::Alloc) {
-      requested = checked_add(requested, size[ev.block]);
-      if (to_come && size[ev.block] > 0) *to_come -= segment_for(size[ev.block]);
+      // The requests' peak only where an estimate reports it (a replay that locates).
+      const int64_t now = peak ? checked_add(requested, bytes) : 0;
+      const int b = bytes == 0 ? -1 : m.malloc(bytes);
+      if (b == kPaused) {  // nothing of this event done yet
+        s.paused_at = e;
+        break;
+      }
+      requested = now;
+      if (to_come && bytes > 0) *to_come -= segment_for(bytes);
       r.requested_peak = std::max(r.requested_peak, requested);
-      if (size[ev.block] == 0) continue;
-      int b = m.malloc(size[ev.block]);
+      if (bytes == 0) continue;
       if (b < 0 && blk.may_fail) continue;  // cuDNN's next algorithm; the cap already emptied the cache
       if (b < 0) {
         r.out_of_memory = true;
-        r.failed_request = size[ev.block];
+        r.failed_request = bytes;
         break;
       }
       slot[ev.block] = -1 - static_cast<int64_t>(b);
       const int64_t got = m.block_size(b);
-      if (locate) {
-        peak.alloc(e, got);
+      if (peak) {
+        peak->alloc(e, got);
       } else {
         total = checked_add(total, got);
         top = std::max(top, total);
       }
     } else {
-      requested -= size[ev.block];
+      if (peak) requested -= bytes;
       if (!live(ev.block)) continue;
       const int b = model_id(ev.block);
       const int64_t got = m.block_size(b);
       m.free(b);
       slot[ev.block] = got;
-      if (locate) {
-        peak.free(e, got);
+      if (peak) {
+        peak->free(e, got);
       } else {
         total -= got;
       }
     }
   }
-  if (locate) {
-    r.peak = peak.finish();
+  s.total = total;
+  s.top = top;
+  s.requested = requested;
+}
+
+// The uncapped replay of `fork` from `parted`, the capped one's state where the two
+// parted (paused before its first release, at event `at`).
+template <typename Blk>
+void finish_uncapped(const Program& p, const std::vector<int64_t>& size, ReplayState<Blk>& parted, size_t at,
+                     const UncappedFork& fork) {
+  parted.m.pause_at_release(false);
+  parted.m.lift_limit();
+  parted.paused_at = ReplayState<Blk>::kRunning;
+  std::optional<int64_t> unbounded;
+  run(p, size, parted, at, nullptr, unbounded, std::nullopt);
+  fork.peak = parted.top;
+}
+
+// A replay's result from its state; `granted` only when asked (a probe never is).
+template <typename Blk>
+AllocatorResult result_of(ReplayState<Blk>& s, PeakTracker* peak, bool granted) {
+  AllocatorResult r = std::move(s.r);
+  if (peak) {
+    r.peak = peak->finish();
   } else {
-    r.peak.peak_bytes = top;
+    r.peak.peak_bytes = s.top;
   }
-  r.peak_reserved = m.peak_reserved();
-  r.released_cache = m.released_cache();
-  r.peak_allocated = m.peak_allocated();
+  r.peak_reserved = s.m.peak_reserved();
+  r.released_cache = s.m.released_cache();
+  r.peak_allocated = s.m.peak_allocated();
+  if (!granted) return r;
+  std::vector<int64_t>& slot = s.slot;
   for (size_t blk = 0; blk < slot.size(); ++blk) {
-    if (live(static_cast<int>(blk))) slot[blk] = m.block_size(model_id(static_cast<int>(blk)));
+    if (slot[blk] < 0) slot[blk] = s.m.block_size(static_cast<int>(-1 - slot[blk]));
   }
   r.granted = std::move(slot);
   return r;
 }
 
+// The replay (see run()); with `fork`, the uncapped one too where the cap releases the
+// cache and the fork wants it then.
+template <typename Blk>
+AllocatorResult replay(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit, bool locate,
+                       std::optional<int64_t> to_come, const UncappedFork* fork) {
+  auto s = std::make_unique<ReplayState<Blk>>(p, limit);
+  PeakTracker peak(p);
+  PeakTracker* tracker = locate ? &peak : nullptr;
+  if (fork) s->m.pause_at_release(true);
+  run(p, size, *s, 0, tracker, to_come, limit);
+  if (s->paused_at == ReplayState<Blk>::kRunning) return result_of(*s, tracker, !fork);
+  // The capped and the uncapped replay part here: the state copied, the capped one
+  // goes on (and releases), then the uncapped one from the copy, the capped one's
+  // memory given back first (a million-node replay holds hundreds of MB).
+  const size_t at = s->paused_at;
+  std::unique_ptr<ReplayState<Blk>> parted;
+  if (fork->wanted()) parted = std::make_unique<ReplayState<Blk>>(*s);
+  s->m.pause_at_release(false);
+  s->paused_at = ReplayState<Blk>::kRunning;
+  std::optional<int64_t> none;  // the early stop holds only before a release, which comes now
+  run(p, size, *s, at, tracker, none, limit);
+  AllocatorResult r = result_of(*s, tracker, false);
+  s.reset();
+  if (parted && !r.out_of_memory) finish_uncapped(p, size, *parted, at, *fork);
+  return r;
+}
+
 // The compact block layout when every request fits its fields, else the wide one.
 AllocatorResult replay_any(const Program& p, const std::vector<int64_t>& size, std::optional<int64_t> limit,
-                           bool locate, std::optional<int64_t> to_come) {
+                           bool locate, std::optional<int64_t> to_come, const UncappedFork* fork = nullptr) {
   const bool compact = std::all_of(size.begin(), size.end(), [](int64_t s) { return s < CompactBlk::kLimit; });
-  return compact ? replay<CompactBlk>(p, size, limit, locate, to_come)
-                 : replay<WideBlk>(p, size, limit, locate, to_come);
+  return compact ? replay<CompactBlk>(p, size, limit, locate, to_come, fork)
+                 : replay<WideBlk>(p, size, limit, locate, to_come, fork);
 }
 
 template <typename Blk>
@@ -400,6 +503,44 @@ int64_t most_allocated(const Program& p, const std::vector<int64_t>& size) {
 
 AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit) {
   return replay_any(p, size, limit, /*locate=*/false, most_added(p, size));
+}
+
+AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit,
+                                int64_t most_added, const std::function<bool()>& uncapped_wanted,
+                                std::optional<int64_t>& uncapped_peak) {
+  const UncappedFork fork{uncapped_wanted, uncapped_peak};
+  return replay_any(p, size, limit, /*locate=*/false, most_added, &fork);
+}
+
+RequestBounds request_bounds(const Program& p, const std::vector<int64_t>& size) {
+  // committed_peak(), most_added() and most_allocated() in one loop: each was a pass over
+  // the events of every probe, reading the same sizes. The two bounds overflow only past
+  // any real program; they are then left out, and their users throw as they would have.
+  int64_t committed = 0, committed_top = 0, added = 0, held = 0, held_top = 0;
+  bool added_over = false, held_over = false;
+  for (const Event& ev : p.events) {
+    const int64_t s = size[ev.block];
+    int64_t most = s;  // most_allocated()'s share of the request
+    if (s > 0) held_over |= __builtin_add_overflow(s, s <= kSmallSize ? 511 : kSmallSize, &most);
+    const bool counted = !p.blocks[ev.block].may_fail;  // committed_peak() leaves these out
+    if (ev.kind == Event::Alloc) {
+      if (s > 0) added_over |= __builtin_add_overflow(added, segment_for(s), &added);
+      held_over |= __builtin_add_overflow(held, most, &held);
+      held_top = std::max(held_top, held);
+      if (counted) {
+        committed = checked_add(committed, s);
+        committed_top = std::max(committed_top, committed);
+      }
+    } else {
+      held -= most;
+      if (counted) committed -= s;
+    }
+  }
+  RequestBounds r;
+  r.committed_peak = committed_top;
+  if (!added_over) r.most_added = added;
+  if (!held_over) r.most_allocated = held_top;
+  return r;
 }
 
 AllocatorResult replay_requests(const std::vector<RawRequest>& requests, std::optional<int64_t> limit,

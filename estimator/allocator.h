@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,7 +21,8 @@ struct AllocatorResult {
   bool released_cache = false;
   int64_t failed_request = 0;
   /// Peak of the requests alone (rounded, before block reuse): evaluate()'s peak, as
-  /// long as the replay neither released its cache nor failed.
+  /// long as the replay neither released its cache nor failed. Only a replay that
+  /// locates its peak counts it (0 otherwise).
   int64_t requested_peak = 0;
   std::vector<int64_t> granted;  ///< bytes handed out for each block, as counted above (0: never allocated)
   /// probe_allocator() stopped early: the requests left could not take the reserved
@@ -53,6 +55,26 @@ AllocatorResult replay_allocator(const Program& p, const std::vector<int64_t>& s
 /// cache, so the step fits. Far below the cap that is early (a small batch of a CNN
 /// decides before the first event), near it late or never.
 AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit);
+/// probe_allocator(), without `granted`, and where the cap makes the allocator release
+/// its cache and `uncapped_wanted()` (asked then, once) says so, and the replay then runs
+/// to the end without failing, the uncapped replay's peak allocated in `uncapped_peak`
+/// (replay_allocator(p, size, nullopt, false).peak.peak_bytes). The two replays are one
+/// up to that first release: the uncapped one goes on from a copy of the state there.
+/// `most_added` is request_bounds()'s: the first form's own bound for stopping early.
+AllocatorResult probe_allocator(const Program& p, const std::vector<int64_t>& size, int64_t limit,
+                                int64_t most_added, const std::function<bool()>& uncapped_wanted,
+                                std::optional<int64_t>& uncapped_peak);
+
+/// What a batch probe asks of a program's requests before replaying them, in one pass:
+/// committed_peak(p, size); the most they can add to the reserved bytes, a new segment
+/// each (probe_allocator()'s bound for stopping early); and most_allocated(p, size).
+/// The last two are left out where they overflow (where their own functions throw).
+struct RequestBounds {
+  int64_t committed_peak = 0;
+  std::optional<int64_t> most_added;
+  std::optional<int64_t> most_allocated;
+};
+RequestBounds request_bounds(const Program& p, const std::vector<int64_t>& size);
 
 /// At least the peak allocated of the uncapped replay (replay_allocator(p, size)'s
 /// peak.peak_bytes), without replaying: every block counted with the most the allocator

@@ -410,13 +410,30 @@ Estimate estimate(const Analysis& /*a*/, int64_t batch, Bindings b, AllocatorRes
   return e;
 }
 
-BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value) {
+BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value,
+                         ProbeMemo* memo) {
   const Bindings b = bind_dims(a, batch, free_value);
+  const int64_t round = a.train.target->alloc_round;
   BudgetProbe out;
   try {
-    const std::vector<int64_t> size = block_sizes(a.program, b, a.train.target->alloc_round);
-    if (committed_peak(a.program, size) > budget) return out;
-    const AllocatorResult capped = probe_allocator(a.program, size, budget);
+    // A batch over the budget by the blocks an earlier one peaked with: a few of the
+    // program's blocks sized, not all (a search halves its way down from far over).
+    if (memo && !memo->peak_blocks.empty() && blocks_bytes(a.program, memo->peak_blocks, b, round) > budget) {
+      return out;
+    }
+    const std::vector<int64_t> size = block_sizes(a.program, b, round);
+    const RequestBounds bounds = request_bounds(a.program, size);
+    if (bounds.committed_peak > budget) {
+      if (memo) memo->peak_blocks = committed_peak_blocks(a.program, size);
+      return out;
+    }
+    if (!bounds.most_added) throw_overflow();
+    // The uncapped peak, when the capped replay released the cache and most_allocated()
+    // does not settle it, from where the two replays part.
+    std::optional<int64_t> uncapped_peak;
+    auto uncapped_wanted = [&] { return !bounds.most_allocated || *bounds.most_allocated > budget; };
+    const AllocatorResult capped =
+        probe_allocator(a.program, size, budget, *bounds.most_added, uncapped_wanted, uncapped_peak);
     if (capped.fits_for_certain) {
       out.fits = true;  // the peak allocated is within the reserved bytes, within the budget
       return out;
@@ -430,17 +447,15 @@ BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget, std::
       return out;
     }
     out.released = true;
-    // The estimate's peak (the uncapped replay's) is within this bound: near the cap of
-    // a sweep, a replay saved for every batch the search tries.
-    if (most_allocated(a.program, size) <= budget) {
-      out.fits = true;
-      return out;
-    }
+    if (!bounds.most_allocated) throw_overflow();  // where most_allocated() would throw
+    // Without it, the estimate's peak (the uncapped replay's) is within most_allocated()'s
+    // bound, itself within the budget: near the cap of a sweep, a replay saved for every
+    // batch the search tries.
+    out.uncapped_peak = uncapped_peak;
+    out.fits = !uncapped_peak || *uncapped_peak <= budget;
   } catch (const Error& err) {
     throw err.in_file(a.graph.file);
   }
-  out.uncapped = estimate(a, batch, free_value);
-  out.fits = out.uncapped->peak.peak_bytes <= budget;
   return out;
 }
 

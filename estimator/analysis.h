@@ -113,12 +113,19 @@ struct BudgetProbe {
   /// fits only at the cap (Fit::Capped), its reserved bytes are capped_reserved.
   bool released = false;
   int64_t capped_reserved = 0;  ///< the capped replay's max_memory_reserved (0: none ran to the end)
-  /// The uncapped estimate, when the answer needed its peak (a released cache, and
-  /// most_allocated() over the budget): the estimate a sweep reports, when this batch
-  /// is its answer.
-  std::optional<Estimate> uncapped;
+  /// The uncapped replay's peak allocated (estimate()'s peak_bytes), when the answer
+  /// needed it (a released cache, and most_allocated() over the budget): the peak a
+  /// sweep reports, when this batch is its answer.
+  std::optional<int64_t> uncapped_peak;
+};
+/// What the probes of one search hand on: the blocks alive at the requests' peak of the
+/// last batch that peak refused (committed_peak_blocks()). Their bytes at another batch
+/// are at most its requests' peak, so when they are over the budget it is refused as
+/// sizing the whole program would refuse it.
+struct ProbeMemo {
+  std::vector<int> peak_blocks;
 };
 BudgetProbe probe_budget(const Analysis& a, int64_t batch, int64_t budget,
-                         std::optional<int64_t> free_value = std::nullopt);
+                         std::optional<int64_t> free_value = std::nullopt, ProbeMemo* memo = nullptr);
 
 }  // namespace memest

@@ -39,6 +39,12 @@ template <typename Blocks>
 class FreePool {
  public:
   explicit FreePool(const Blocks& blocks) : blocks_(blocks) {}
+  /// A copy of `other` over `blocks`, a copy of the blocks `other` reads: a replay's
+  /// state, taken where two replays part.
+  FreePool(const FreePool& other, const Blocks& blocks)
+      : buckets_(other.buckets_), heaps_(other.heaps_), spare_(other.spare_), empty_(other.empty_), blocks_(blocks) {
+    std::copy(std::begin(other.hints_), std::end(other.hints_), std::begin(hints_));
+  }
 
   struct Key {
     int64_t size;

@@ -23,6 +23,7 @@ struct ReduceLaunch {
   int64_t output_vec = 4;  ///< outputs per thread where an output dim is innermost: 4, 2 or 1
   int64_t sm_count = 0;    ///< the GPU's (Target)
   int64_t threads_per_sm = 0;
+  friend bool operator==(const ReduceLaunch&, const ReduceLaunch&) = default;
 };
 
 /// Bytes of the global buffer for `outputs` outputs of `inputs` inputs each; 0 when the

@@ -90,6 +90,8 @@ struct SizeBound {
   /// from the launch at those sizes.
   std::optional<ReduceLaunch> reduce;
   ExprRef reduce_inputs;
+  /// Equal bounds size equal blocks alike (block_sizes() evaluates each distinct one once).
+  friend bool operator==(const SizeBound&, const SizeBound&) = default;
 };
 
 /// The symbolic allocation sequence of a training step.
@@ -220,6 +222,14 @@ int64_t committed_peak(const Program& p, const Bindings& b, int64_t round = 512)
 /// The same, for sizes block_sizes() has evaluated (a search probe shares them with
 /// the replay that follows).
 int64_t committed_peak(const Program& p, const std::vector<int64_t>& size);
+
+/// The blocks committed_peak() counts at its peak (the first event that reaches it):
+/// the requests alive then, `may_fail` ones left out. At other dims they are alive
+/// together at that event all the same, so their bytes there are at most the
+/// committed_peak() there (a batch search refuses a batch by them alone).
+std::vector<int> committed_peak_blocks(const Program& p, const std::vector<int64_t>& size);
+/// The bytes of `blocks` at `b`, each as block_sizes(p, b, round) sizes it.
+int64_t blocks_bytes(const Program& p, const std::vector<int>& blocks, const Bindings& b, int64_t round = 512);
 
 /// Blocks alive right after event `event` (the peak's, say), in allocation order.
 std::vector<int> live_blocks(const Program& p, size_t event);

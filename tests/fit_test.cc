@@ -5,8 +5,11 @@
 #include <set>
 
 #include "cli/fit.h"
+#include "simulate_test_util.h"
 
 using namespace memest;
+using memest::testing::analyze_text;
+using memest::testing::kMlp;
 
 namespace {
 
@@ -171,4 +174,39 @@ TEST_CASE("a calm guess of a bound that barely grows stops at the largest value 
   const std::optional<int64_t> g =
       calm_guess([](int64_t v) { return int64_t{1000000000} + (v > 1 ? 1 : 0); }, int64_t{1000000000000});
   CHECK(g == kDefaultMaxBatch);
+}
+
+TEST_CASE("fit_answer: fits()'s peak and reserved bytes, from replays that only count") {
+  TrainConfig cfg;
+  cfg.optim = Optim::Adam;
+  const Analysis a = analyze_text(kMlp, cfg);
+  for (int64_t batch : {1, 64, 4096, 65536}) {
+    const Estimate e = estimate(a, batch);
+    for (int64_t budget : {e.peak.peak_bytes - 1, e.peak.peak_bytes, e.reserved_bytes - 1, e.reserved_bytes,
+                           e.reserved_bytes / 2, e.reserved_bytes * 2}) {
+      Estimate full;
+      fits(a, batch, budget, std::nullopt, &full);
+      const FitAnswer got = fit_answer(a, batch, budget, std::nullopt);
+      CHECK_MESSAGE(got.peak_bytes == full.peak.peak_bytes, "batch ", batch, " budget ", budget);
+      CHECK_MESSAGE(got.reserved_bytes == full.reserved_bytes, "batch ", batch, " budget ", budget);
+    }
+  }
+}
+
+TEST_CASE("fit_answer of a probe that fitted at the cap: its uncapped peak and its capped reserved bytes") {
+  TrainConfig cfg;
+  cfg.optim = Optim::Adam;
+  const Analysis a = analyze_text(kMlp, cfg);
+  BudgetProbe p;
+  p.fits = p.released = true;
+  p.capped_reserved = 40 << 20;
+  p.uncapped_peak = 30 << 20;
+  const FitAnswer kept = fit_answer(a, 64, std::nullopt, p);
+  CHECK(kept.peak_bytes == 30 << 20);
+  CHECK(kept.reserved_bytes == 40 << 20);
+  // Without the probe's peak, the uncapped replay's: estimate()'s peak.
+  p.uncapped_peak.reset();
+  const FitAnswer made = fit_answer(a, 64, std::nullopt, p);
+  CHECK(made.peak_bytes == estimate(a, 64).peak.peak_bytes);
+  CHECK(made.reserved_bytes == 40 << 20);
 }

@@ -247,6 +247,32 @@ TEST_CASE("the committed peak leaves out refusable workspaces and bounds a cappe
   CHECK(committed_peak(p, none) == 1024 + 1024);
 }
 
+TEST_CASE("the committed peak's blocks: their bytes at other dims bound its peak there from below") {
+  // A (1000 * n B) lives across W (5000 B, may fail) and B (600 * n B); C (3000 B) comes
+  // after A is freed. At n = 1 (rounded: A 1024, B 1024, C 3072) the committed peak is C
+  // + B = 4096, reached when C comes: its blocks are B and C. At n = 4 (A 4096, B 2560)
+  // the peak is A + B = 6656, and B + C there 5632, under it.
+  Program p;
+  const Expr n = Expr::symbol("n");
+  p.blocks.push_back({.bytes = n * Expr(1000), .node = 0, .category = Category::Activations});
+  p.blocks.push_back({.bytes = Expr(5000), .node = 0, .category = Category::Workspace, .may_fail = true});
+  p.blocks.push_back({.bytes = n * Expr(600), .node = 1, .category = Category::Activations});
+  p.blocks.push_back({.bytes = Expr(3000), .node = 2, .category = Category::Activations});
+  const auto ev = [](Event::Kind k, int b) { return Event{k, Phase::Forward, 0, b}; };
+  p.events = {ev(Event::Alloc, 0), ev(Event::Alloc, 1), ev(Event::Free, 1), ev(Event::Alloc, 2),
+              ev(Event::Free, 0),  ev(Event::Alloc, 3), ev(Event::Free, 2), ev(Event::Free, 3)};
+  Bindings one, four;
+  one.set("n", 1);
+  four.set("n", 4);
+  CHECK(committed_peak(p, one) == 4096);
+  const std::vector<int> blocks = committed_peak_blocks(p, block_sizes(p, one));
+  CHECK(blocks == std::vector<int>{2, 3});
+  CHECK(blocks_bytes(p, blocks, one) == 4096);
+  CHECK(committed_peak(p, four) == 6656);
+  CHECK(blocks_bytes(p, blocks, four) == 5632);
+  CHECK(committed_peak_blocks(p, block_sizes(p, four)) == std::vector<int>{0, 2});
+}
+
 TEST_CASE("a probe's replay stops once the requests still to come cannot reach the cap") {
   // X and then Y, 3 MiB each: each could take a 20 MiB segment, but Y reuses X's.
   Program p;
@@ -284,6 +310,22 @@ TEST_CASE("a batch probe answers what estimating and replaying under the cap ans
       CHECK_MESSAGE(fits_budget(a, batch, budget) == slow, "batch ", batch, " budget ", budget);
     }
   }
+}
+
+TEST_CASE("a probe that hands on the refused batch's peak blocks answers as one that does not") {
+  TrainConfig cfg;
+  cfg.optim = Optim::Adam;
+  Analysis a = analyze_text(kMlp, cfg);
+  const int64_t budget = estimate(a, 4096).reserved_bytes;
+  ProbeMemo memo;
+  for (int64_t batch = 1 << 16; batch >= 1; batch /= 2) {  // a search's way down from far over
+    const BudgetProbe with = probe_budget(a, batch, budget, std::nullopt, &memo);
+    const BudgetProbe without = probe_budget(a, batch, budget);
+    CHECK_MESSAGE(with.fits == without.fits, "batch ", batch);
+    CHECK_MESSAGE(with.released == without.released, "batch ", batch);
+    CHECK_MESSAGE(with.capped_reserved == without.capped_reserved, "batch ", batch);
+  }
+  CHECK_FALSE(memo.peak_blocks.empty());  // the first, 65536, was refused by its requests' peak
 }
 
 TEST_CASE("max pooling makes its int64 indices even when nothing needs a gradient") {
