@@ -2,6 +2,9 @@
 # the measuring helpers, a blind sample, the deadline watchdog and the collection.
 #   budget=440 tag=h200-torch2.11 L=/tmp/logsNN; source validate/gpu_lib.sh
 export PYTHONUNBUFFERED=1
+# Nothing outside the GPU machine can be reached: a library asking the hub for a config
+# (timm repvit in the draw of session 42) must fail at once, not retry for minutes.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 t0=$(date +%s)
 dl=$((t0 + budget))
 mkdir -p $L /tmp/res /tmp/matrix
