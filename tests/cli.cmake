@@ -312,6 +312,9 @@ memest_matrix(matrix-blind37-h100-torch2.11 SETS sample44 random45 TAG h100-torc
 # an H100, compared once at the session start's estimate
 # (blind38-compare-h100-torch2.11.txt), now a regression set.
 memest_matrix(matrix-blind38-h100-torch2.11 SETS sample45 random46 TAG h100-torch2.11)
+# Session 42's closing sample (sample seed 46, random seed 47; blind39, on an H200),
+# compared once at the session's last estimate (blind39-compare-h200-torch2.11.txt).
+memest_matrix(matrix-blind39-h200-torch2.11 SETS sample46 random47 TAG h200-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
