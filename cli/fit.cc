@@ -76,6 +76,14 @@ std::string profile_note(const BudgetOptions& b, const Target& t) {
          " is not profiled: its library constants are assumed the same, only the capacity changes";
 }
 
+std::string unread_note(const Analysis& a) {
+  const int64_t n = a.accounting.unread_count;
+  if (n == 0) return "";
+  return std::to_string(n) + (n == 1 ? " parameter" : " parameters") + " of modules the exported forward never ran " +
+         (n == 1 ? "is" : "are") + " not counted (the file holds them in no form): "
+         "take their bytes off the budget (`memest MODEL` names the modules)";
+}
+
 bool fits(const Analysis& a, int64_t batch, int64_t budget, std::optional<int64_t> free_value, Estimate* out) {
   if (!out) return fits_budget(a, batch, budget, free_value);  // a search probe: one replay, same answer
   Bindings b = bind_dims(a, batch, free_value);

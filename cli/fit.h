@@ -39,6 +39,11 @@ void add_budget_options(CLI::App& app, BudgetOptions& b);
 /// Which measured profile the library constants come from, and, when --gpu names
 /// another card than the profiled one, what is assumed. Empty without --gpu.
 std::string profile_note(const BudgetOptions& b, const Target& t);
+
+/// What a fit answer leaves out that the file cannot size: parameters of modules the
+/// exported forward never ran (Accounting::unread_count), which torch keeps on the GPU.
+/// Empty when there are none.
+std::string unread_note(const Analysis& a);
 /// The GPU preset name a profile was measured on ("h200" for "h200-torch2.11").
 std::string profiled_gpu(const Target& t);
 

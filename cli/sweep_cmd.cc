@@ -86,14 +86,17 @@ void print_sweep(const SweepOptions& o, const Analysis& a, const FitSearch& foun
     j["reserved_bytes"] = lo > 0 ? best.reserved_bytes : 0;
     j["parallel"] = parallel_name(a.train.parallel);
     j["world_size"] = a.train.world_size;
+    if (a.accounting.unread_count > 0) j["unread_parameter_tensors"] = a.accounting.unread_count;
     if (help) j["advice"] = help->json;
     std::cout << j.dump(2) << "\n";
     return;
   }
   // How the budget came about, and which profile, under the answer.
   const std::string how = o.budget.describe();
+  const std::string unread = unread_note(a);
   const std::string notes = (how == format_bytes(budget) ? "" : "  budget: " + how + "\n") +
-                            (note.empty() ? "" : "  profile: " + note + "\n");
+                            (note.empty() ? "" : "  profile: " + note + "\n") +
+                            (unread.empty() ? "" : "  " + unread + "\n");
   if (lo == 0) {
     std::cout << "Not even " << what << " 1 fits in " << format_bytes(budget) << "\n" << notes;
     if (help) std::cout << "  " << help->text << "\n";
@@ -207,6 +210,7 @@ std::function<int()> setup_check(CLI::App& app) {
       j["parallel"] = parallel_name(a.train.parallel);
       j["world_size"] = a.train.world_size;
       j["workspace_excess_bytes"] = excess.bytes;
+      if (a.accounting.unread_count > 0) j["unread_parameter_tensors"] = a.accounting.unread_count;
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << (ok ? "fits" : "does not fit") << ": batch " << o->common.batch << ", reserved "
@@ -216,6 +220,7 @@ std::function<int()> setup_check(CLI::App& app) {
       const std::string how = o->budget.describe();
       if (how != format_bytes(budget)) std::cout << "  budget: " << how << "\n";
       if (!note.empty()) std::cout << "  profile: " << note << "\n";
+      if (const std::string unread = unread_note(a); !unread.empty()) std::cout << "  " << unread << "\n";
       if (excess.bytes > 0) {
         const int64_t left = headroom - excess.bytes;
         std::cout << "  3-D weight gradients may take up to " << format_bytes(excess.bytes)

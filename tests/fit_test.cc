@@ -210,3 +210,14 @@ TEST_CASE("fit_answer of a probe that fitted at the cap: its uncapped peak and i
   CHECK(made.peak_bytes == estimate(a, 64).peak.peak_bytes);
   CHECK(made.reserved_bytes == 40 << 20);
 }
+
+TEST_CASE("unread note: the parameters a fit answer leaves out are said, and nothing when there are none") {
+  Analysis a = analyze_text(kMlp, TrainConfig{});
+  CHECK(unread_note(a).empty());
+  a.accounting.unread_count = 1;
+  CHECK(unread_note(a).find("1 parameter of modules the exported forward never ran is not counted") == 0);
+  a.accounting.unread_count = 150;
+  const std::string note = unread_note(a);
+  CHECK(note.find("150 parameters of modules") == 0);
+  CHECK(note.find("take their bytes off the budget") != std::string::npos);
+}
