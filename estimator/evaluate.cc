@@ -1,5 +1,6 @@
 // Evaluating a symbolic program for concrete dims: block sizes, the peak and what is
 // alive at it, per phase.
+#include <optional>
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -178,38 +179,41 @@ int64_t committed_peak(const Program& p, const Bindings& b, int64_t round) {
   return committed_peak(p, block_sizes(p, b, round));
 }
 
-int64_t committed_peak(const Program& p, const std::vector<int64_t>& size) {
-  int64_t total = 0, peak = 0;
-  for (const Event& ev : p.events) {
-    if (p.blocks[ev.block].may_fail) continue;
-    if (ev.kind == Event::Alloc) {
-      total = checked_add(total, size[ev.block]);
-      peak = std::max(peak, total);
-    } else {
-      total -= size[ev.block];
-    }
-  }
-  return peak;
-}
+namespace {
 
-std::vector<int> committed_peak_blocks(const Program& p, const std::vector<int64_t>& size) {
-  int64_t total = 0, peak = 0;
-  size_t at = 0;
-  bool any = false;
+// The peak of the requests a cap cannot refuse (may_fail workspaces left out), and the
+// event it is first reached at (none without such a request).
+struct CommittedPeak {
+  int64_t bytes = 0;
+  std::optional<size_t> at;
+};
+
+CommittedPeak committed_peak_at(const Program& p, const std::vector<int64_t>& size) {
+  CommittedPeak r;
+  int64_t total = 0;
   for (size_t e = 0; e < p.events.size(); ++e) {
     const Event& ev = p.events[e];
     if (p.blocks[ev.block].may_fail) continue;
     if (ev.kind == Event::Alloc) {
       total = checked_add(total, size[ev.block]);
-      if (total > peak || !any) at = e, any = true;
-      peak = std::max(peak, total);
+      if (total > r.bytes || !r.at) r.at = e;
+      r.bytes = std::max(r.bytes, total);
     } else {
       total -= size[ev.block];
     }
   }
+  return r;
+}
+
+}  // namespace
+
+int64_t committed_peak(const Program& p, const std::vector<int64_t>& size) { return committed_peak_at(p, size).bytes; }
+
+std::vector<int> committed_peak_blocks(const Program& p, const std::vector<int64_t>& size) {
+  const CommittedPeak peak = committed_peak_at(p, size);
   std::vector<int> out;
-  if (!any) return out;
-  for (int b : live_blocks(p, at)) {
+  if (!peak.at) return out;
+  for (int b : live_blocks(p, *peak.at)) {
     if (!p.blocks[static_cast<size_t>(b)].may_fail) out.push_back(b);
   }
   return out;

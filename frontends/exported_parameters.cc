@@ -20,16 +20,11 @@ namespace {
 // `permute` was its dense.weight transposed), so it is whatever it was computed from.
 // Other FX names ("index_5", "clone_2", "expand_2") are values computed from parameters
 // and buffers, no longer either.
-bool names_layout_call(std::string_view name) {
-  static constexpr std::string_view kLayout[] = {"permute", "t", "transpose", "view", "_unsafe_view",
-                                                 "reshape", "_to_copy", "unsqueeze", "squeeze"};
-  const std::string_view op = fx_call_op(name);
-  return std::find(std::begin(kLayout), std::end(kLayout), op) != std::end(kLayout);
-}
+bool names_layout_call(std::string_view name) { return fx_layout_call(name); }
 
 // Whether a name the optimizer's folded_from lists is a call of the traced program
 // ("arange", "sub_63") rather than a value the exporter made itself ("val_58").
-bool names_program_call(std::string_view name) { return !name.starts_with("val_"); }
+bool names_program_call(std::string_view name) { return !fx_exporter_value(name); }
 
 // Whether an initializer's name is an indexing call's FX name ("index", "index_5"): a
 // table the exporter computed by gathering a parameter, larger than the parameter.

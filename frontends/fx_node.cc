@@ -1,5 +1,6 @@
 #include "frontends/fx_node.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -113,6 +114,15 @@ std::string_view fx_call_op(std::string_view name) {
   if (name.ends_with('_')) name.remove_suffix(1);
   return name;
 }
+
+bool fx_layout_call(std::string_view name) {
+  static constexpr std::string_view kLayout[] = {"permute", "t",        "transpose", "view",   "_unsafe_view",
+                                                 "reshape", "_to_copy", "unsqueeze", "squeeze"};
+  const std::string_view op = fx_call_op(name);
+  return std::find(std::begin(kLayout), std::end(kLayout), op) != std::end(kLayout);
+}
+
+bool fx_exporter_value(std::string_view name) { return name.starts_with("val_"); }
 
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node) {
   if (fx_node.find("aten.scaled_dot_product_attention") == std::string_view::npos) return std::nullopt;

@@ -34,6 +34,14 @@ std::string_view fx_call_name(std::string_view fx_node);
 /// "_to_copy_2" -> "_to_copy", "index" stays). The exporter names folded values so.
 std::string_view fx_call_op(std::string_view name);
 
+/// Whether an FX node's name is that of a call that only lays a tensor out or casts it
+/// ("permute_3", "t", "_to_copy_2", "squeeze").
+bool fx_layout_call(std::string_view name);
+
+/// Whether a name in the exporter's notes is a value it made itself ("val_58") rather
+/// than a call of the traced program ("arange", "sub_63").
+bool fx_exporter_value(std::string_view name);
+
 /// scaled_dot_product_attention's dropout_p (5th argument) when `fx_node` is that call.
 std::optional<double> fx_sdpa_dropout(std::string_view fx_node);
 

@@ -17,29 +17,26 @@ namespace {
 // layouts. A value the optimizer folded through these alone from one parameter holds
 // exactly as many elements as the parameter.
 bool image_call(std::string_view name) {
-  static constexpr std::string_view kImage[] = {
-      "permute", "t",   "transpose", "view", "_unsafe_view", "reshape", "_to_copy", "unsqueeze", "squeeze",
-      "sigmoid", "sub", "rsub",      "add",  "mul",          "div",     "neg",      "exp",       "log",
-      "tanh",    "abs", "softplus",  "sqrt", "rsqrt",        "reciprocal", "clamp", "clamp_min", "clamp_max"};
+  static constexpr std::string_view kPointwise[] = {"sigmoid", "sub",  "rsub",  "add",        "mul",   "div",
+                                                    "neg",     "exp",  "log",   "tanh",       "abs",   "softplus",
+                                                    "sqrt",    "rsqrt", "reciprocal", "clamp", "clamp_min",
+                                                    "clamp_max"};
   const std::string_view op = fx_call_op(name);
-  return std::find(std::begin(kImage), std::end(kImage), op) != std::end(kImage);
+  return fx_layout_call(name) || std::find(std::begin(kPointwise), std::end(kPointwise), op) != std::end(kPointwise);
 }
-
-// A value the exporter made itself ("val_58"), which says nothing of what was folded.
-bool exporter_value(std::string_view name) { return name.starts_with("val_"); }
 
 // The one listed parameter tensor t's value is an image of, by the optimizer's notes:
 // nullopt where it names none, several, a buffer, or a call that is no image call.
 std::optional<std::string_view> imaged_parameter(const Tensor& t, const std::vector<std::string_view>& notes,
                                                  const std::unordered_set<std::string_view>& params,
                                                  const std::unordered_set<std::string_view>& buffers) {
-  if (!exporter_value(t.name) && !image_call(t.name)) return std::nullopt;
+  if (!fx_exporter_value(t.name) && !image_call(t.name)) return std::nullopt;
   std::optional<std::string_view> param;
   for (std::string_view n : notes) {
     if (params.count(n)) {
       if (param && *param != n) return std::nullopt;
       param = n;
-    } else if (buffers.count(n) || (!exporter_value(n) && !image_call(n))) {
+    } else if (buffers.count(n) || (!fx_exporter_value(n) && !image_call(n))) {
       return std::nullopt;
     }
   }
