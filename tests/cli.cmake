@@ -315,6 +315,10 @@ memest_matrix(matrix-blind38-h100-torch2.11 SETS sample45 random46 TAG h100-torc
 # Session 42's closing sample (sample seed 46, random seed 47; blind39, on an H200),
 # compared once at the session's last estimate (blind39-compare-h200-torch2.11.txt).
 memest_matrix(matrix-blind39-h200-torch2.11 SETS sample46 random47 TAG h200-torch2.11)
+# Session 43's sample (sample seed 47, random seed 48; blind40: the draw found only 8 new
+# architectures, timm's pool under 60 M parameters empty), measured on an H100, compared
+# once at the session start's estimate (blind40-compare-h100-torch2.11.txt).
+memest_matrix(matrix-blind40-h100-torch2.11 SETS sample47 random48 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
