@@ -15,8 +15,13 @@ trace() {  # SET OUTNAME CONFIG MODELS: live-at-peak allocator traces
     --trace-out /tmp/res/tr-$2.jsonl > $L/tr-$2.log 2>&1
 }
 seqtrace() {  # OUTNAME CASES [BUDGET]: whole allocation event sequences of MODEL/CONFIG cases
-  python3 -m validate kernels --parts cases --deadline $dl ${3:+--budget $3} --out /tmp/res/seq-$1.jsonl \
-    --cases $2 > $L/seq-$1.log 2>&1
+  # One process a case: what one case leaves behind (session 43: 2,569 bytes after SAM 2's
+  # vision encoder) refused every case after it in the same process.
+  local c
+  for c in $(echo "$2" | tr ',' ' '); do
+    python3 -m validate kernels --parts cases --deadline $dl ${3:+--budget $3} --out /tmp/res/seq-$1.jsonl \
+      --cases $c >> $L/seq-$1.log 2>&1
+  done
 }
 # blind_sample SAMPLE_SEED RANDOM_SEED: up to 30 architectures drawn from timm and
 # transformers (none a set or an earlier draw holds; blind_architectures below), 200 random
