@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "estimator/error.h"
+#include "estimator/exporter_bugs.h"
 #include "estimator/ops/registry.h"
 
 namespace memest {
@@ -141,7 +142,12 @@ void infer_node(Graph& g, Node& n, const std::vector<bool>& assumed, std::vector
     ShapeContext ctx(g, n);
     n.info->shape(ctx);
   } catch (const Error& e) {
-    if (!reads_assumed(n, assumed)) throw e.in_file(g.file).at_node(where());
+    if (!reads_assumed(n, assumed)) {
+      const Error located = e.in_file(g.file).at_node(where());
+      const std::string bug = exporter_bug(g, n);
+      if (bug.empty()) throw located;
+      throw Error(located.file(), located.node(), located.message() + "; " + bug);
+    }
     for (int out : n.outputs) {
       if (out >= 0) g.tensors[out].shape.reset();
     }
