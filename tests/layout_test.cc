@@ -544,3 +544,64 @@ TEST_CASE("layout: a batched matmul operand spans the product's batch dims, is b
   // A batch dim of one element has no say: [B, 1] products need no expansion.
   CHECK(bmm_batch(Shape{b, Expr(1), Expr(3), Expr(5)}, Shape{b, Expr(1)}) == BmmBatch::Spanned);
 }
+
+TEST_CASE("attention backend: a half-precision mask that requires grad runs the memory-efficient kernel, stored [B, T, H, D]") {
+  // q, k, v [B, 2 heads, 8 tokens, 4], then transformers' head merge before the output
+  // projection: transpose(1, 2).reshape(B, 8, 8). In half precision cuDNN's kernel (tried
+  // first on an H100 or H200) and flash write the output like q, contiguous here, so the
+  // merge copies: B * 8 * 8 * 2 B. Flash takes no mask, cuDNN no mask that requires grad:
+  // a bias computed from q (SAM's decomposed relative-position bias) sends the call to the
+  // memory-efficient kernel, which writes [B, T, H, D]; the transpose undoes that and the
+  // reshape is a view (seqtrace-session43: 5.0 MB a layer that memest had copied).
+  auto graph = [](const char* mask_in, const char* mask_attr) {
+    return std::string(R"(
+opset 17
+input x float32 batch,2,8,4
+param gain float32 1
+param rel float32 4,8
+param w float32 8,8
+const merged int64 3 = 0,8,8
+node Mul x gain -> q @attn
+node MatMul q rel -> bias @attn
+node memest::Attention q q q )") + mask_in + " -> o " + mask_attr + R"( @attn
+node Transpose o -> t perm=0,2,1,3 @attn
+node Reshape t merged -> m @attn
+node memest::Linear m w -> y @proj
+output y
+)";
+  };
+  TrainConfig cfg;
+  cfg.loss = Loss::Sum;
+  cfg.amp = Amp::BF16;
+  auto merge_bytes = [&](const std::string& text) {
+    const Analysis a = testing::analyze_text(text.c_str(), cfg);
+    const Estimate e = estimate(a, 2);
+    return testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block&) { return n.op == "Reshape"; });
+  };
+  CHECK(merge_bytes(graph("", "")) == std::vector<int64_t>{256});  // batch 2: 2 * 8 * 8 * 2 B
+  CHECK(merge_bytes(graph("bias", "mask_kept=1")).empty());
+  // fp32 runs the memory-efficient kernel with or without a mask: no copy either way.
+  cfg.amp = Amp::None;
+  CHECK(merge_bytes(graph("", "")).empty());
+
+  // The choice: by run dtype and whether the mask requires grad.
+  const Graph g = testing::infer(graph("bias", "mask_kept=1"));
+  const Node& n = testing::producer(g, "o");
+  const OpInfo* attention = find_op("memest", "Attention");
+  const OpInfo* keeps_mask = find_op("memest", "AttentionKeepsMask");
+  const OpInfo* mem_efficient = find_op("memest", "AttentionEfficient");
+  REQUIRE(mem_efficient);
+  const Layouts contiguous(g.tensors.size());
+  std::vector<bool> rg(g.tensors.size(), false);
+  CHECK(attention->variant(g, n, Dispatch{DType::BF16, &contiguous, &rg}) == keeps_mask);  // cuDNN
+  rg[static_cast<size_t>(n.inputs[3])] = true;
+  CHECK(attention->variant(g, n, Dispatch{DType::BF16, &contiguous, &rg}) == mem_efficient);
+  CHECK(attention->variant(g, n, Dispatch{DType::F32, &contiguous, &rg}) == keeps_mask);
+  // The layouts: like q for cuDNN and flash in half, [B, T, H, D] for the memory-efficient kernel.
+  auto layout = [&](const OpInfo* info, DType run) {
+    return output_layout(g, n, n.outputs[0], info, false, n.inputs[0], contiguous, run);
+  };
+  CHECK(layout(keeps_mask, DType::BF16).empty());
+  CHECK(layout(keeps_mask, DType::F32) == std::vector<int8_t>{0, 2, 1, 3});
+  CHECK(layout(mem_efficient, DType::BF16) == std::vector<int8_t>{0, 2, 1, 3});
+}
