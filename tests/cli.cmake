@@ -319,6 +319,10 @@ memest_matrix(matrix-blind39-h200-torch2.11 SETS sample46 random47 TAG h200-torc
 # architectures, timm's pool under 60 M parameters empty), measured on an H100, compared
 # once at the session start's estimate (blind40-compare-h100-torch2.11.txt).
 memest_matrix(matrix-blind40-h100-torch2.11 SETS sample47 random48 TAG h100-torch2.11)
+# Session 43's closing sample (sample seed 48, random seed 49; blind41: 30 timm models, the
+# first draw with timm up to 300 M parameters), measured on an H100 over two calls,
+# compared once at the session's last estimate (blind41-compare-h100-torch2.11.txt).
+memest_matrix(matrix-blind41-h100-torch2.11 SETS sample48 random49 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
