@@ -506,9 +506,8 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
     case Layout::HeadsMajor: {
       if (!g.tensors[n.outputs[0]].shape || g.tensors[n.outputs[0]].shape->size() != 4) return {};
       // Flash attention (half precision) allocates its output like the query
-      // (empty_like of q.transpose(1, 2)), and so does cuDNN's (alloc_with_matching_layout);
-      // the memory-efficient kernel (fp32; TokensMajor where half precision takes it too)
-      // writes [B, T, H, D] whatever the query's strides.
+      // (empty_like of q.transpose(1, 2)); the memory-efficient kernel (fp32) writes
+      // [B, T, H, D] whatever the query's strides.
       const DType run = out_run;
       const bool flash = run == DType::F16 || run == DType::BF16;
       // empty_like keeps q's strides only where q is dense: a q with a hole (unbound from
@@ -517,10 +516,6 @@ std::vector<int8_t> output_layout(const Graph& g, const Node& n, int out, const 
         return layouts[in0];
       }
       return {0, 2, 1, 3};
-    }
-    case Layout::TokensMajor: {
-      const auto& s = g.tensors[n.outputs[0]].shape;
-      return s && s->size() == 4 ? std::vector<int8_t>{0, 2, 1, 3} : std::vector<int8_t>{};
     }
     case Layout::Recurrent: {
       // cuDNN writes Y as [seq, batch, dirs * hidden] (RNN.cpp's _cudnn_rnn); ONNX's Y

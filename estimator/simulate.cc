@@ -353,7 +353,7 @@ void Builder::forward_node(int k, bool recompute) {
   cast_inputs(c);
   // The backend the dispatcher picks (scaled_dot_product_attention's), by run dtype.
   if (c.info && c.info->variant && !c.eff.empty() && c.eff[0].tensor >= 0) {
-    if (const OpInfo* v = c.info->variant(g_, n, Dispatch{c.eff[0].dtype, &layout_, &requires_grad_})) c.info = info_[k] = v;
+    if (const OpInfo* v = c.info->variant(g_, n, Dispatch{c.eff[0].dtype, &layout_})) c.info = info_[k] = v;
   }
   c.rg = node_rg_[k] = records_grad(c);
   copy_strided_inputs(c);

@@ -174,21 +174,9 @@ bool contiguous_in_code(const Graph& g, const Node& call, int t, const std::vect
 // traces25 rnd20_127: each layer's masked_fill'd bias alive to its backward. The
 // exporters' traces also hold masks no run sees (fuse_attention.cc's carries_data):
 // those stay out (mask_kept unset).
-//
-// Half precision: on an H100 or H200 with cuDNN past 9.15 the dispatcher tries cuDNN's
-// kernel first (check_prefer_cudnn_attention), then flash, then the memory-efficient one.
-// Flash takes no mask (check_for_attn_mask), and cuDNN no mask that requires grad
-// (check_attn_mask_shape): a learned bias, such as SAM's decomposed relative-position
-// bias (einsums of q with the rel_pos tables), goes to the memory-efficient kernel, which
-// writes its output [B, T, H, D] (TokensMajor). seqtrace-session43 SAM vision bf16: its
-// logsumexp padded to 32 rows (50 x 4 x 224 x 4 B) and its bias to 8 columns (200), the
-// memory-efficient kernel's, and no copy at the head merge before proj; DeepSeek-V3.2's
-// mask, which needs no gradient (seqtrace35b), runs on cuDNN, whose output is laid out
-// like q, and its head merge copies.
 const OpInfo* attention_backend(const Graph& g, const Node& n, const Dispatch& d) {
   static const OpInfo* const math = find_op("memest", "AttentionMath");
   static const OpInfo* const keeps_mask = find_op("memest", "AttentionKeepsMask");
-  static const OpInfo* const mem_efficient = find_op("memest", "AttentionEfficient");
   if (n.attr_int("broadcast_heads", 0) == 1) return math;
   // Every fused kernel takes 4-D q, k and v only (sdp_utils.cpp check_tensor_shapes):
   // NesT's [B, heads, blocks, tokens, dim] runs math (traces27 st_nest_small_jx: fp32 q, k,
@@ -199,10 +187,7 @@ const OpInfo* attention_backend(const Graph& g, const Node& n, const Dispatch& d
     if (!d.last_dim_contiguous(g, n, i) && !contiguous_in_code(g, n, n.inputs[i], *d.layouts)) return math;
   }
   if (d.run == DType::F32 && n.attr_int("gqa", 0) == 1) return math;
-  if (!n.has_input(3) || n.attr_int("mask_kept", 0) != 1) return nullptr;
-  const bool half = d.run == DType::F16 || d.run == DType::BF16;
-  const bool mask_grad = d.requires_grad && (*d.requires_grad)[static_cast<size_t>(n.inputs[3])];
-  return half && mask_grad ? mem_efficient : keeps_mask;
+  return n.has_input(3) && n.attr_int("mask_kept", 0) == 1 ? keeps_mask : nullptr;
 }
 
 // nll_loss keeps total_weight, a scalar.
@@ -241,10 +226,6 @@ const OpInfo kOps[] = {
      .saved_inputs = bits({0, 1, 2, 3}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",
      .layout = Layout::HeadsMajor, .domain = "memest",
      .note = "a fused scaled_dot_product_attention whose mask carries data: keeps it to backward"},
-    {.op = "AttentionEfficient", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
-     .saved_inputs = bits({0, 1, 2, 3}), .saved_outputs = bits({0}), .saved_extra = attention_extra, .grads = "AAAN",
-     .layout = Layout::TokensMajor, .domain = "memest",
-     .note = "scaled_dot_product_attention in half precision with a mask that requires grad: the memory-efficient kernel (no flash, no cuDNN), output stored [B, T, H, D], mask kept"},
     {.op = "AttentionMath", .family = "fused", .shape = shape_attention, .autocast = Autocast::Lower,
      .saved_extra = attention_math_extra, .grads = "AAAN", .bwd_workspace = attention_math_bwd, .domain = "memest",
      .note = "scaled_dot_product_attention's math backend (grouped k, v in fp32; a q, k, v or mask whose last dim is strided; not 4-D): keeps the TxT softmax"},

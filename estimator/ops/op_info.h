@@ -90,9 +90,6 @@ enum class Layout : uint8_t {
   /// copies (repeat_interleave's unsqueeze-expand-reshape of k and v).
   Broadcast,
   HeadsMajor, ///< [B, H, T, D] stored as [B, T, H, D] (flash/memory-efficient attention output)
-  /// [B, H, T, D] stored as [B, T, H, D] whatever the dtype: the memory-efficient
-  /// kernel's output, where a half-precision call with a mask cannot take cuDNN's.
-  TokensMajor,
   /// ONNX's recurrent Y, [seq, dirs, batch, hidden], stored as the [seq, batch, dirs *
   /// hidden] that cuDNN writes and PyTorch returns; the other outputs are contiguous.
   Recurrent,
@@ -120,8 +117,6 @@ struct Dispatch {
   DType run;  ///< the dtype input 0 runs in, after autocast
   /// Memory layout per tensor (see Layout; {} contiguous), or nullptr when unknown.
   const std::vector<std::vector<int8_t>>* layouts = nullptr;
-  /// Per tensor, whether autograd records it (requires_grad), or nullptr when unknown.
-  const std::vector<bool>* requires_grad = nullptr;
   /// Whether input i of n is stored with its last dim innermost (stride(-1) == 1);
   /// true when absent or unknown.
   bool last_dim_contiguous(const Graph& g, const Node& n, size_t i) const;
