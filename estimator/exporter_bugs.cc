@@ -10,30 +10,6 @@
 namespace memest {
 namespace {
 
-// A small integer tensor's contents: its folded value, else its Constant node's.
-std::optional<std::vector<int64_t>> ints_of(const Graph& g, int t) {
-  if (t < 0) return std::nullopt;
-  const Tensor& x = g.tensors[static_cast<size_t>(t)];
-  if (x.value) {
-    std::vector<int64_t> out;
-    for (const Expr& e : *x.value) {
-      auto c = e.as_const();
-      if (!c) return std::nullopt;
-      out.push_back(*c);
-    }
-    return out;
-  }
-  if (x.producer < 0) return std::nullopt;
-  const Node& p = g.nodes[static_cast<size_t>(x.producer)];
-  if (p.op != "Constant") return std::nullopt;
-  if (const Attribute* a = p.attr("value"); a && a->kind == Attribute::Tensor && a->extra().t_ints) {
-    return *a->extra().t_ints;
-  }
-  if (const Attribute* a = p.attr("value_int")) return std::vector<int64_t>{a->i};
-  if (const Attribute* a = p.attr("value_ints")) return a->ints;
-  return std::nullopt;
-}
-
 // Whether tensor t is a rank-0 constant (a Constant node's or a literal's).
 bool scalar_constant(const Graph& g, int t) {
   const Tensor& x = g.tensors[static_cast<size_t>(t)];
@@ -120,8 +96,8 @@ std::string repeat_interleave_rank(const Graph& g, const Node& n) {
     const int u = g.tensors[static_cast<size_t>(tile.inputs[0])].producer;
     if (u < 0 || g.nodes[static_cast<size_t>(u)].op != "Unsqueeze") continue;
     const Node& unsq = g.nodes[static_cast<size_t>(u)];
-    auto axes = unsq.has_input(1) ? ints_of(g, unsq.inputs[1]) : std::optional(unsq.attr_ints("axes"));
-    auto reps = ints_of(g, tile.inputs[1]);
+    auto axes = unsq.has_input(1) ? constant_ints(g, unsq.inputs[1]) : std::optional(unsq.attr_ints("axes"));
+    auto reps = constant_ints(g, tile.inputs[1]);
     if (!axes || axes->size() != 1 || (*axes)[0] < 1 || !reps) continue;
     const int64_t a = (*axes)[0];
     if (static_cast<int64_t>(reps->size()) <= a) continue;
@@ -129,7 +105,7 @@ std::string repeat_interleave_rank(const Graph& g, const Node& n) {
     for (size_t i = 0; i < reps->size(); ++i) one_hot &= static_cast<int64_t>(i) == a || (*reps)[i] == 1;
     if (!one_hot) continue;
     for (int c : sizes) {
-      auto v = ints_of(g, c);
+      auto v = constant_ints(g, c);
       if (!v || v->size() != 1 || (*v)[0] != a - 1) continue;
       if (std::find(rejected.begin(), rejected.end(), a - 1) == rejected.end()) continue;
       const std::string d = std::to_string(a - 1);

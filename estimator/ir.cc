@@ -358,4 +358,27 @@ bool is_child_module(std::string_view child, std::string_view parent) {
   return child.find('.', parent.size() + 1) == std::string_view::npos;
 }
 
+std::optional<std::vector<int64_t>> constant_ints(const Graph& g, int t) {
+  if (t < 0) return std::nullopt;
+  const Tensor& x = g.tensors[static_cast<size_t>(t)];
+  if (x.value) {
+    std::vector<int64_t> out;
+    for (const Expr& e : *x.value) {
+      const auto c = e.as_const();
+      if (!c) return std::nullopt;
+      out.push_back(*c);
+    }
+    return out;
+  }
+  if (x.producer < 0) return std::nullopt;
+  const Node& p = g.nodes[static_cast<size_t>(x.producer)];
+  if (p.dead || !p.domain.empty() || p.op != "Constant") return std::nullopt;
+  if (const Attribute* a = p.attr("value"); a && a->kind == Attribute::Tensor && a->extra().t_ints) {
+    return *a->extra().t_ints;
+  }
+  if (const Attribute* a = p.attr("value_int")) return std::vector<int64_t>{a->i};
+  if (const Attribute* a = p.attr("value_ints")) return a->ints;
+  return std::nullopt;
+}
+
 }  // namespace memest

@@ -308,4 +308,8 @@ std::string module_from_param_name(const std::string& param);
 /// ("x.bn.act", "x") no; every module is a child of the top level "" only when it has no dot.
 bool is_child_module(std::string_view child, std::string_view parent);
 
+/// Tensor t's integer contents where they are known: its folded value, else the attribute
+/// of the live Constant node that makes it; nullopt otherwise (or for t < 0).
+std::optional<std::vector<int64_t>> constant_ints(const Graph& g, int t);
+
 }  // namespace memest

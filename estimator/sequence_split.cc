@@ -19,23 +19,9 @@ const Node* producer_of(const Graph& g, int t) {
 // along axis 0 (the sorting pass has not run: producers are read from the links).
 std::optional<std::vector<int64_t>> static_ints(const Graph& g, int t, int depth = 0) {
   if (t < 0 || depth > 8) return std::nullopt;
-  const Tensor& ten = g.tensors[t];
-  if (ten.value) {
-    std::vector<int64_t> out;
-    for (const Expr& e : *ten.value) {
-      const auto c = e.as_const();
-      if (!c) return std::nullopt;
-      out.push_back(*c);
-    }
-    return out;
-  }
+  if (auto known = constant_ints(g, t)) return known;
   const Node* p = producer_of(g, t);
   if (!p) return std::nullopt;
-  if (p->op == "Constant") {
-    const Attribute* a = p->attr("value");
-    if (a && a->kind == Attribute::Tensor && a->extra().t_ints) return *a->extra().t_ints;
-    return std::nullopt;
-  }
   if ((p->op == "Unsqueeze" || p->op == "Squeeze" || p->op == "Identity") && p->has_input(0)) {
     return static_ints(g, p->inputs[0], depth + 1);
   }
