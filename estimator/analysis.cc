@@ -6,6 +6,7 @@
 
 #include "estimator/allocator.h"
 #include "estimator/error.h"
+#include "estimator/branch_copies.h"
 #include "estimator/explicit_pads.h"
 #include "estimator/sequence_split.h"
 #include "estimator/norm_casts.h"
@@ -218,6 +219,10 @@ void bind_dims_pass(PassState& s) {
   }
 }
 
+// The op each sibling branch ran on one input, which the exporter merged into one
+// (estimator/branch_copies.h).
+void branch_copies_pass(PassState& s) { restore_branch_copies(s.g); }
+
 // PyTorch's convolutions pad symmetrically: an asymmetric ONNX pad was an explicit Pad
 // the model ran (estimator/explicit_pads.h).
 void explicit_pads_pass(PassState& s) { split_asymmetric_pads(s.g); }
@@ -296,6 +301,7 @@ struct Pass {
 // The analysis, in order. A pass reads what the ones above it wrote.
 const Pass kPasses[] = {
     {"bind-dims", bind_dims_pass, &StageTimes::bind},  // batch and --dim symbols
+    {"branch-copies", branch_copies_pass, &StageTimes::sort},  // ops the exporter merged across branches
     {"explicit-pads", explicit_pads_pass, &StageTimes::sort},  // the Pad an asymmetric conv pad was
     {"sequence-split", sequence_split_pass, &StageTimes::sort},  // tensor_split's Loop as Slices
     {"norm-casts", norm_casts_pass, &StageTimes::sort},        // norm casts a float32 export dropped
