@@ -75,20 +75,29 @@ std::map<std::string, std::vector<int>> copies_needed(const Graph& g, const Node
 }  // namespace
 
 int restore_branch_copies(Graph& g) {
-  g.relink();
+  std::vector<std::pair<size_t, std::map<std::string, std::vector<int>>>> found;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    auto copies = copies_needed(g, g.nodes[i]);
+    if (!copies.empty()) found.emplace_back(i, std::move(copies));
+  }
+  if (found.empty()) return 0;
+  size_t copies = 0;
+  for (const auto& f : found) copies += f.second.size();
   std::vector<Node> nodes;
-  nodes.reserve(g.nodes.size());
+  nodes.reserve(g.nodes.size() + copies);  // `n` below stays put while its copies go in
   std::vector<size_t> index_of(g.nodes.size());  // g.nodes' index -> nodes'
   struct Rewire {
     int reader, from, to;  // g.nodes' reader; the merged tensor; the copy's
   };
   std::vector<Rewire> rewires;
+  auto next = found.begin();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     index_of[i] = nodes.size();
-    nodes.push_back(g.nodes[i]);
-    const Node& n = g.nodes[i];
-    for (const auto& [branch, readers] : copies_needed(g, n)) {
-      const std::string& m = n.module.str();
+    nodes.push_back(std::move(g.nodes[i]));
+    if (next == found.end() || next->first != i) continue;
+    const Node& n = nodes.back();
+    const std::string& m = n.module.str();
+    for (const auto& [branch, readers] : next->second) {
       Node copy = n;
       copy.module = branch + m.substr(m.rfind('.'));
       copy.name = (n.name.empty() ? n.op.str() : n.name.str()) + "@" + branch;
@@ -98,8 +107,8 @@ int restore_branch_copies(Graph& g) {
       for (int c : readers) rewires.push_back({c, from, to});
       nodes.push_back(std::move(copy));
     }
+    ++next;
   }
-  if (nodes.size() == g.nodes.size()) return 0;
   for (const Rewire& w : rewires) {
     for (int& in : nodes[index_of[static_cast<size_t>(w.reader)]].inputs) {
       if (in == w.from) in = w.to;

@@ -329,6 +329,7 @@ Graph read_text_graph(const std::string& text, const std::string& file) {
     p.parse(text.substr(start, end - start), ++number);
     start = end + 1;
   }
+  g.relink();  // producers and consumers, as the ONNX reader leaves them
   return g;
 }
 
