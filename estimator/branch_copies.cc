@@ -31,6 +31,24 @@ std::string branch_of(std::string_view path, std::string_view owner) {
   return std::string(path.substr(0, end));
 }
 
+// Whether module paths a and b may name one module: equal, or one a dotted tail of the
+// other ("model.decoder" and "model.model.decoder": a legacy scope beside a path the
+// parameters' names gave, frontends/scope_repair.h).
+bool may_alias(std::string_view a, std::string_view b) {
+  if (a.size() < b.size()) std::swap(a, b);
+  return a == b || (a.ends_with(b) && a[a.size() - b.size() - 1] == '.');
+}
+
+// Whether `branch` may be `owner` or one of the modules that hold it, spelled otherwise.
+bool aliases_owner(std::string_view branch, std::string_view owner) {
+  for (std::string_view m = owner; !m.empty();) {
+    if (may_alias(branch, m)) return true;
+    const size_t dot = m.rfind('.');
+    m = dot == std::string_view::npos ? std::string_view() : m.substr(0, dot);
+  }
+  return false;
+}
+
 // The module of the node that makes tensor t, or nullopt for a graph input, parameter or
 // constant.
 std::optional<std::string_view> maker_module(const Graph& g, int t) {
@@ -68,7 +86,10 @@ std::map<std::string, std::vector<int>> copies_needed(const Graph& g, const Node
     }
   }
   if (!used_inside || outer.empty()) return out;
-  for (int c : outer) out[branch_of(g.nodes[static_cast<size_t>(c)].module.str(), owner)].push_back(c);
+  for (int c : outer) {
+    std::string b = branch_of(g.nodes[static_cast<size_t>(c)].module.str(), owner);
+    if (!aliases_owner(b, owner)) out[std::move(b)].push_back(c);
+  }
   return out;
 }
 

@@ -100,3 +100,24 @@ output y
 )");
   CHECK(restore_branch_copies(g) == 0);
 }
+
+TEST_CASE("branch copies: a reader in the same module spelled otherwise reads the op itself") {
+  // A legacy scope ("m.dec.layers.0") beside the path the parameters' names gave
+  // ("m.m.dec.layers.0", frontends/scope_repair.h): BlenderBot-small's decoder layer,
+  // whose self_attn_layer_norm reads the layer's residual Add and is read by its fc1.
+  Graph g = read_text_graph(R"(
+opset 17
+input x float32 batch,8
+param m.m.dec.layers.0.ln.weight float32 8
+param m.m.dec.layers.0.ln.bias float32 8
+param m.m.dec.layers.0.q.weight float32 8,8
+param m.m.dec.layers.0.fc1.weight float32 8,8
+node Add x x -> h @m.dec.layers.0
+node LayerNormalization h m.m.dec.layers.0.ln.weight m.m.dec.layers.0.ln.bias -> n @m.m.dec.layers.0.ln
+node MatMul n m.m.dec.layers.0.q.weight -> q @m.m.dec.layers.0.q
+node MatMul n m.m.dec.layers.0.fc1.weight -> f @m.dec.layers.0.fc1
+node Add q f -> y @m.dec.layers.0
+output y
+)");
+  CHECK(restore_branch_copies(g) == 0);
+}
