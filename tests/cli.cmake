@@ -323,6 +323,10 @@ memest_matrix(matrix-blind40-h100-torch2.11 SETS sample47 random48 TAG h100-torc
 # first draw with timm up to 300 M parameters), measured on an H100 over two calls,
 # compared once at the session's last estimate (blind41-compare-h100-torch2.11.txt).
 memest_matrix(matrix-blind41-h100-torch2.11 SETS sample48 random49 TAG h100-torch2.11)
+# Session 44's sample (sample seed 49, random seed 50; blind42: 9 timm models and 100 random
+# modules measured in a 200 s deadline, the device's starts refused four times first),
+# compared once at the session's last estimate (blind42-compare-h100-torch2.11.txt).
+memest_matrix(matrix-blind42-h100-torch2.11 SETS sample49 random50 TAG h100-torch2.11)
 # Its three decoder classifiers, measured again once they had a pad token; two exported.
 memest_matrix(matrix-s8cls-h200-torch2.11 SETS sample8-cls VARIANTS dynamo-train-dyn)
 
