@@ -6,6 +6,7 @@
 #include "estimator/branch_copies.h"
 #include "frontends/text_reader.h"
 #include "ops_test_util.h"
+#include "simulate_test_util.h"
 
 using namespace memest;
 
@@ -31,17 +32,6 @@ node Add yt yd -> s2 @c
 node Add s1 s2 -> y @c
 output y
 )";
-
-// Bytes the Relu nodes allocate in iteration 0's forward.
-int64_t relu_forward_bytes(const Analysis& a, const Estimate& e) {
-  int64_t bytes = 0;
-  for (const Event& ev : a.program.events) {
-    const Block& b = a.program.blocks[ev.block];
-    if (ev.kind != Event::Alloc || ev.iter != 0 || ev.phase != Phase::Forward || b.node < 0) continue;
-    if (a.graph.nodes[b.node].op == "Relu") bytes += b.bytes.eval(e.bindings);
-  }
-  return bytes;
-}
 
 }  // namespace
 
@@ -72,7 +62,9 @@ TEST_CASE("branch copies: each copy is an output the forward allocates and the R
   const Analysis a = analyze(read_text_graph(kCell), AnalysisOptions{.train = cfg});
   const Estimate e = estimate(a, 2);
   // Three ReLU outputs of [2, 4, 8, 8] fp32 = 2,048 B each, where the file has one.
-  CHECK(relu_forward_bytes(a, e) == 3 * 2048);
+  const std::vector<int64_t> relus =
+      testing::allocated_bytes(a, e, Phase::Forward, [](const Node& n, const Block&) { return n.op == "Relu"; });
+  CHECK(relus == std::vector<int64_t>{2048, 2048, 2048});
 }
 
 TEST_CASE("branch copies: a module's output, an op that is not its module's first, and a lone reader are left alone") {
