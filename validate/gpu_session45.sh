@@ -6,8 +6,8 @@
 # deadline counts from the start, and the draw's imports take 30-60 s of it.
 # After it, on the emptied card, GPU sequences of blind42's worst misses: rnd50_84 (a 3-D
 # convolution net, backward 370 MB on the GPU against memest's 157), rnd50_15 (-7.4%) and
-# rnd50_2 (-6.5%); and NASNet-A large at batch 4 fp32, whose forward_features locals
-# (x_cell_0 .. x_cell_17, held to its return) are the rest of its -9.3%.
+# rnd50_2 (-6.5%). NASNet-A large's sequences are in session 44's
+# seqtrace-session44-cap-h100-torch2.11.jsonl.xz already.
 #   bash validate/gpu_session45.sh SECONDS   (the deadline for starting new work)
 set -u
 budget=${1:-400} L=/tmp/logs45
