@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
